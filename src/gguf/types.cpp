@@ -1,0 +1,74 @@
+// Block geometry of the ggml tensor types (ggml.c type_traits), which lets the
+// reader check any tensor's byte size without knowing how to decode it.
+#include <array>
+#include <limits>
+
+#include "internal.h"
+#include "tern/error.h"
+
+namespace tern::gguf {
+namespace {
+
+struct Entry {
+  uint32_t id;
+  TypeTraits traits;
+};
+
+// block_size / type_size follow the ggml block structs, e.g. block_q4_0 is a
+// fp16 scale plus 16 bytes of nibbles = 18 bytes per 32 weights, block_tq1_0
+// is 48 base-3 packed bytes + 4 bytes + fp16 scale = 54 per 256.
+constexpr std::array<Entry, 22> kTypes{{
+    {0, {"F32", 1, 4}},        {1, {"F16", 1, 2}},        {2, {"Q4_0", 32, 18}},
+    {3, {"Q4_1", 32, 20}},     {6, {"Q5_0", 32, 22}},     {7, {"Q5_1", 32, 24}},
+    {8, {"Q8_0", 32, 34}},     {9, {"Q8_1", 32, 36}},     {10, {"Q2_K", 256, 84}},
+    {11, {"Q3_K", 256, 110}},  {12, {"Q4_K", 256, 144}},  {13, {"Q5_K", 256, 176}},
+    {14, {"Q6_K", 256, 210}},  {15, {"Q8_K", 256, 292}},  {24, {"I8", 1, 1}},
+    {25, {"I16", 1, 2}},       {26, {"I32", 1, 4}},       {27, {"I64", 1, 8}},
+    {28, {"F64", 1, 8}},       {30, {"BF16", 1, 2}},      {34, {"TQ1_0", 256, 54}},
+    {35, {"TQ2_0", 256, 66}},
+}};
+
+const TypeTraits* lookup(uint32_t id) {
+  for (const auto& e : kTypes)
+    if (e.id == id) return &e.traits;
+  return nullptr;
+}
+
+}  // namespace
+
+const TypeTraits& traits(TensorType t) {
+  const TypeTraits* tr = lookup(static_cast<uint32_t>(t));
+  if (!tr) throw Error("unknown ggml tensor type " + std::to_string(static_cast<uint32_t>(t)));
+  return *tr;
+}
+
+bool known_type(uint32_t id) { return lookup(id) != nullptr; }
+
+uint64_t row_bytes(TensorType t, uint64_t n) {
+  const TypeTraits& tr = traits(t);
+  if (n % tr.block_size != 0)
+    throw Error(std::string("row of ") + std::to_string(n) + " elements is not a multiple of the " +
+                tr.name + " block size " + std::to_string(tr.block_size));
+  uint64_t bytes;
+  if (__builtin_mul_overflow(n / tr.block_size, uint64_t{tr.type_size}, &bytes))
+    throw Error("row of " + std::to_string(n) + " " + tr.name + " elements is too large");
+  return bytes;
+}
+
+uint64_t TensorInfo::n_elements() const {
+  uint64_t n = 1;
+  for (uint64_t d : dims)
+    if (__builtin_mul_overflow(n, d, &n)) return std::numeric_limits<uint64_t>::max();
+  return n;
+}
+
+std::string TensorInfo::shape_string() const {
+  std::string s = "[";
+  for (size_t k = 0; k < dims.size(); ++k) {
+    if (k) s += ", ";
+    s += std::to_string(dims[k]);
+  }
+  return s + "]";
+}
+
+}  // namespace tern::gguf
