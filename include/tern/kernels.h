@@ -1,0 +1,76 @@
+// The one interface every ternary kernel implements. Kernels compute
+//   float mode: y[r]    = row_scale[r] * sum_k T[r][k] * x[k]
+//   int8 mode:  sums[r] = sum_k T[r][k] * q[k]          (exact int32)
+// over a row range [r0, r1), single-threaded; the caller splits rows among
+// threads. A kernel set is chosen once at start-up (CPUID/XCR0), or forced
+// with --kernel / TERN_KERNEL; `scalar` is always built and is the oracle.
+#pragma once
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "tern/gguf.h"
+
+namespace tern {
+
+enum class ActMode { Float, Int8 };
+
+// A ternary weight matrix [rows x cols] as stored in the file.
+struct TernaryMatrix {
+  gguf::TensorType type = gguf::TensorType::TQ2_0;  // TQ1_0 or TQ2_0
+  int64_t rows = 0;                // M (output features)
+  int64_t cols = 0;                // K (input features), K % 256 == 0
+  const uint8_t* data = nullptr;   // rows * row_bytes, GGUF block layout
+  const float* row_scale = nullptr;  // [rows]
+  const void* packed = nullptr;    // kernel-private layout made by prepare()
+};
+
+struct CpuFeatures {
+  bool sse42 = false, avx = false, avx2 = false, fma = false, f16c = false;
+  bool bmi2 = false, avx_vnni = false;
+  bool avx512f = false, avx512bw = false, avx512vl = false, avx512vnni = false;
+  bool avx512vbmi = false, os_avx = false, os_avx512 = false;  // XCR0 state
+  bool fast_pext = false;  // false on AMD before Zen 3 (microcoded pext)
+  bool neon = false, dotprod = false;
+  std::string vendor, brand;
+  std::string summary() const;  // "avx2 fma bmi2 avx512f ..."
+};
+const CpuFeatures& cpu_features();  // detected once
+
+// x[K] float -> y[r0..r1)
+using GemvF32 = void (*)(const TernaryMatrix& w, const float* x, float* y, int64_t r0, int64_t r1);
+// q[K] int8 -> sums[r0..r1)
+using GemvI8 = void (*)(const TernaryMatrix& w, const int8_t* q, int32_t* sums, int64_t r0,
+                        int64_t r1);
+// X[N][K] -> Y[N][M] (row r0..r1 of every output vector)
+using GemmF32 = void (*)(const TernaryMatrix& w, const float* x, int64_t n, float* y, int64_t r0,
+                         int64_t r1);
+using GemmI8 = void (*)(const TernaryMatrix& w, const int8_t* q, int64_t n, int32_t* sums,
+                        int64_t r0, int64_t r1);
+
+struct KernelSet {
+  const char* name;
+  bool (*available)(const CpuFeatures&);
+  GemvF32 gemv_f32;
+  GemvI8 gemv_i8;
+  GemmF32 gemm_f32;
+  GemmI8 gemm_i8;
+};
+
+// Every kernel set built into this binary, best first; scalar is last.
+std::span<const KernelSet* const> all_kernel_sets();
+// The set in use: the first available one, unless TERN_KERNEL (read at the
+// first call) or force_kernels() names one. Throws tern::Error if TERN_KERNEL
+// names an unknown or unavailable set ("TERN_KERNEL=foo: unknown kernel
+// (known: scalar, auto)"). An empty TERN_KERNEL or "auto" means the default.
+const KernelSet& active_kernels();
+// Forces a kernel set by name ("auto" = best available, ignoring
+// TERN_KERNEL); throws tern::Error if unknown or unavailable here.
+void force_kernels(std::string_view name);
+
+// The scalar reference, callable directly by tests as the oracle. Its exact
+// float summation order is documented in kernels/scalar.cpp.
+const KernelSet& scalar_kernels();
+
+}  // namespace tern

@@ -1,0 +1,70 @@
+// Ternary block formats, bit-exact with llama.cpp's TQ2_0 and TQ1_0
+// (ggml-common.h), plus the half-precision conversions the formats need.
+//
+// A ternary weight t in {-1, 0, +1} is stored as the code t + 1 in {0, 1, 2}.
+// Each 256-element block carries an fp16 scale d; tern writes d = fp16(row
+// scale) in every block and keeps the exact f32 row scale in metadata.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "tern/gguf.h"
+
+namespace tern {
+
+constexpr int QK = 256;  // elements per block, both formats
+
+// 2 bits per weight. Byte m (m < 32) of each 32-byte half h (qs[32h + m])
+// holds the codes of elements 128*h + 32*n + m in bits 2n..2n+1, n = 0..3.
+// Code 3 is not a trit; llama.cpp dequantizes it as +2 and so does
+// unpack_tq2_row, but tern never writes it (see find_invalid_tq2_code).
+struct BlockTQ2 {
+  uint8_t qs[QK / 4];
+  uint16_t d;  // fp16
+};
+static_assert(sizeof(BlockTQ2) == 66, "TQ2_0 block must be 66 bytes");
+
+// 1.6875 bits per weight. qs packs 5 codes per byte as a base-3 fixed-point
+// fraction: v = sum_n code_n * 3^(4-n) (code 0 most significant), stored as
+// byte = ceil(v * 256 / 243) = (v * 256 + 242) / 243, so code n comes back as
+// ((uint8_t)(byte * 3^n) * 3) >> 8 (the uint8_t wrap drops the higher trits).
+// qs[m], m < 32, holds elements m + 32n (n = 0..4)      -> elements 0..159;
+// qs[32 + m], m < 16, holds elements 160 + m + 16n      -> elements 160..239;
+// qh[j], j < 4, holds elements 240 + j + 4n (n = 0..3), its 4-trit number
+// multiplied by 3 (a zero fifth trit) before the same ceiling step.
+// Every byte value decodes to codes 0..2, so any block is a valid TQ1_0 block.
+struct BlockTQ1 {
+  uint8_t qs[(QK - 4 * QK / 64) / 5];
+  uint8_t qh[QK / 64];
+  uint16_t d;  // fp16
+};
+static_assert(sizeof(BlockTQ1) == 54, "TQ1_0 block must be 54 bytes");
+
+float fp16_to_f32(uint16_t h);
+uint16_t f32_to_fp16(float f);  // round to nearest even; overflow -> inf; NaN stays NaN
+float bf16_to_f32(uint16_t h);
+
+// Pack/unpack one row of K trits (K a positive multiple of QK, else
+// tern::Error). `trits` values are -1, 0, +1; pack throws tern::Error
+// "non-ternary value V at column C" on anything else. d goes in every block.
+void pack_tq2_row(const int8_t* trits, int64_t K, uint16_t d, BlockTQ2* out);
+void pack_tq1_row(const int8_t* trits, int64_t K, uint16_t d, BlockTQ1* out);
+void unpack_tq2_row(const BlockTQ2* in, int64_t K, int8_t* trits);
+void unpack_tq1_row(const BlockTQ1* in, int64_t K, int8_t* trits);
+
+// Either format, by tensor type; row bytes = K / QK * block size.
+void pack_ternary_row(gguf::TensorType t, const int8_t* trits, int64_t K, uint16_t d,
+                      uint8_t* out);
+void unpack_ternary_row(gguf::TensorType t, const uint8_t* in, int64_t K, int8_t* trits);
+// The fp16 block scales of a row, in order (K / QK of them).
+void row_block_scales(gguf::TensorType t, const uint8_t* in, int64_t K, uint16_t* d);
+bool is_ternary_type(gguf::TensorType t);
+// Bytes of one row of K elements (66 or 54 per block); throws tern::Error if
+// t is not TQ1_0/TQ2_0 or K is not a positive multiple of QK.
+int64_t ternary_row_bytes(gguf::TensorType t, int64_t K);
+// Column of the first TQ2_0 code 3 in a row, or -1 if every code is a trit.
+// Loaders use it to reject such rows so that all kernels agree on them.
+int64_t find_invalid_tq2_code(const uint8_t* in, int64_t K);
+
+}  // namespace tern

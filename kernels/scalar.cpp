@@ -1,0 +1,83 @@
+// The reference kernels: decode each weight row to trits with the same
+// unpack the tests check against llama.cpp, then take plain dot products.
+// Every other kernel set is tested against these.
+//
+// Float summation order (what "exact" means for float comparisons): for each
+// 256-element block, the products t[k] * x[k] are added to a float partial
+// sum in increasing k; the partial sums are added to the row total in block
+// order; the total is multiplied by row_scale[r]. Since t is -1, 0 or +1 the
+// products are exact, so fused multiply-add contraction cannot change the
+// result. gemm uses the same dot product as gemv, so gemm with n = 1 is
+// bit-identical to gemv.
+#include <vector>
+
+#include "kernel_sets.h"
+#include "tern/quant.h"
+
+namespace tern {
+namespace {
+
+using kernels_detail::check_call;
+
+void decode_row(const TernaryMatrix& w, int64_t row_bytes, int64_t r, int8_t* t) {
+  unpack_ternary_row(w.type, w.data + r * row_bytes, w.cols, t);
+}
+
+float dot_f32(const int8_t* t, const float* x, int64_t K) {
+  float total = 0.0f;
+  for (int64_t b = 0; b < K; b += QK) {
+    float part = 0.0f;
+    for (int64_t k = b; k < b + QK; ++k) part += float(t[k]) * x[k];
+    total += part;
+  }
+  return total;
+}
+
+int32_t dot_i8(const int8_t* t, const int8_t* q, int64_t K) {
+  int32_t sum = 0;  // |sum| <= 128 * K: no overflow for any K below 2^24
+  for (int64_t k = 0; k < K; ++k) sum += int32_t(t[k]) * int32_t(q[k]);
+  return sum;
+}
+
+void gemm_f32(const TernaryMatrix& w, const float* x, int64_t n, float* y, int64_t r0,
+              int64_t r1) {
+  check_call(w, ActMode::Float, n, r0, r1);
+  const int64_t K = w.cols, M = w.rows, rb = ternary_row_bytes(w.type, K);
+  std::vector<int8_t> t(static_cast<size_t>(K));
+  for (int64_t r = r0; r < r1; ++r) {
+    decode_row(w, rb, r, t.data());
+    for (int64_t i = 0; i < n; ++i) y[i * M + r] = w.row_scale[r] * dot_f32(t.data(), x + i * K, K);
+  }
+}
+
+void gemm_i8(const TernaryMatrix& w, const int8_t* q, int64_t n, int32_t* sums, int64_t r0,
+             int64_t r1) {
+  check_call(w, ActMode::Int8, n, r0, r1);
+  const int64_t K = w.cols, M = w.rows, rb = ternary_row_bytes(w.type, K);
+  std::vector<int8_t> t(static_cast<size_t>(K));
+  for (int64_t r = r0; r < r1; ++r) {
+    decode_row(w, rb, r, t.data());
+    for (int64_t i = 0; i < n; ++i) sums[i * M + r] = dot_i8(t.data(), q + i * K, K);
+  }
+}
+
+// A single vector is the n = 1 case; with n = 1 the output stride M is never
+// used, so y[r] lands exactly where gemv promises.
+void gemv_f32(const TernaryMatrix& w, const float* x, float* y, int64_t r0, int64_t r1) {
+  gemm_f32(w, x, 1, y, r0, r1);
+}
+
+void gemv_i8(const TernaryMatrix& w, const int8_t* q, int32_t* sums, int64_t r0, int64_t r1) {
+  gemm_i8(w, q, 1, sums, r0, r1);
+}
+
+bool always(const CpuFeatures&) { return true; }
+
+}  // namespace
+
+const KernelSet& scalar_kernels() {
+  static const KernelSet set{"scalar", &always, &gemv_f32, &gemv_i8, &gemm_f32, &gemm_i8};
+  return set;
+}
+
+}  // namespace tern

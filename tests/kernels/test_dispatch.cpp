@@ -1,0 +1,131 @@
+// Kernel-set selection and CPU feature detection. TERN_KERNEL is read once
+// per process, so those cases run in fresh child processes (death tests in
+// "threadsafe" style re-execute this binary).
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "tern/error.h"
+#include "tern/kernels.h"
+
+using namespace tern;
+
+TEST(Dispatch, ScalarIsLastAndAlwaysAvailable) {
+  const auto sets = all_kernel_sets();
+  ASSERT_FALSE(sets.empty());
+  EXPECT_EQ(sets.back(), &scalar_kernels());
+  EXPECT_STREQ(scalar_kernels().name, "scalar");
+  EXPECT_TRUE(scalar_kernels().available(cpu_features()));
+  std::set<std::string> names;
+  for (const KernelSet* s : sets) {
+    EXPECT_TRUE(names.insert(s->name).second) << "duplicate kernel name " << s->name;
+    EXPECT_TRUE(s->gemv_f32 && s->gemv_i8 && s->gemm_f32 && s->gemm_i8) << s->name;
+  }
+}
+
+TEST(Dispatch, ForceKernels) {
+  force_kernels("scalar");
+  EXPECT_EQ(&active_kernels(), &scalar_kernels());
+  try {
+    force_kernels("nope");
+    FAIL() << "no throw";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_EQ(msg.rfind("kernel nope: unknown kernel (known: scalar", 0), 0u) << msg;
+  }
+  EXPECT_EQ(&active_kernels(), &scalar_kernels());  // a failed force changes nothing
+  force_kernels("auto");
+  const KernelSet* best = nullptr;
+  for (const KernelSet* s : all_kernel_sets())
+    if (!best && s->available(cpu_features())) best = s;
+  EXPECT_EQ(&active_kernels(), best);
+}
+
+TEST(Dispatch, EnvironmentSelectsScalar) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        setenv("TERN_KERNEL", "scalar", 1);
+        std::_Exit(&active_kernels() == &scalar_kernels() ? 0 : 1);
+      },
+      testing::ExitedWithCode(0), "");
+}
+
+TEST(Dispatch, EnvironmentUnknownNameThrows) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        setenv("TERN_KERNEL", "foo", 1);
+        try {
+          active_kernels();
+        } catch (const Error& e) {
+          std::fprintf(stderr, "%s\n", e.what());
+          std::_Exit(3);
+        }
+        std::_Exit(0);
+      },
+      testing::ExitedWithCode(3), "TERN_KERNEL=foo: unknown kernel \\(known: scalar");
+}
+
+TEST(Dispatch, EnvironmentUnsetPicksBestAvailable) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        unsetenv("TERN_KERNEL");
+        const KernelSet* best = nullptr;
+        for (const KernelSet* s : all_kernel_sets())
+          if (!best && s->available(cpu_features())) best = s;
+        std::_Exit(&active_kernels() == best ? 0 : 1);
+      },
+      testing::ExitedWithCode(0), "");
+}
+
+TEST(CpuFeatures, SummaryAndConsistency) {
+  const CpuFeatures& f = cpu_features();
+  EXPECT_EQ(&f, &cpu_features());  // detected once
+  EXPECT_FALSE(f.summary().empty());
+  EXPECT_TRUE(!f.os_avx512 || f.os_avx);
+  EXPECT_TRUE(!f.fast_pext || f.bmi2);
+#if defined(__x86_64__)
+  EXPECT_FALSE(f.vendor.empty());
+  EXPECT_FALSE(f.neon);
+  EXPECT_EQ(f.avx2, f.summary().find("avx2") != std::string::npos);
+#endif
+}
+
+#if defined(__x86_64__) && defined(__linux__)
+// Linux derives /proc/cpuinfo flags from the same CPUID bits and clears the
+// AVX/AVX-512 ones when XCR0 does not enable their state.
+TEST(CpuFeatures, AgreesWithProcCpuinfo) {
+  std::ifstream in("/proc/cpuinfo");
+  if (!in) GTEST_SKIP() << "no /proc/cpuinfo";
+  std::string line, flags_line, vendor, model;
+  while (std::getline(in, line)) {
+    auto value = [&] { return line.substr(line.find(':') + 2); };
+    if (flags_line.empty() && line.rfind("flags", 0) == 0) flags_line = value();
+    if (vendor.empty() && line.rfind("vendor_id", 0) == 0) vendor = value();
+    if (model.empty() && line.rfind("model name", 0) == 0) model = value();
+  }
+  std::set<std::string> flags;
+  std::istringstream ss(flags_line);
+  for (std::string w; ss >> w;) flags.insert(w);
+  const CpuFeatures& f = cpu_features();
+  EXPECT_EQ(f.vendor, vendor);
+  EXPECT_EQ(f.brand, model);
+  EXPECT_EQ(f.sse42, flags.count("sse4_2") == 1);
+  EXPECT_EQ(f.bmi2, flags.count("bmi2") == 1);
+  EXPECT_EQ(f.avx2 && f.os_avx, flags.count("avx2") == 1);
+  EXPECT_EQ(f.fma && f.os_avx, flags.count("fma") == 1);
+  EXPECT_EQ(f.avx512f && f.os_avx512, flags.count("avx512f") == 1);
+  EXPECT_EQ(f.avx512bw && f.os_avx512, flags.count("avx512bw") == 1);
+  EXPECT_EQ(f.avx512vl && f.os_avx512, flags.count("avx512vl") == 1);
+  EXPECT_EQ(f.avx512vnni && f.os_avx512, flags.count("avx512_vnni") == 1);
+  EXPECT_EQ(f.avx512vbmi && f.os_avx512, flags.count("avx512vbmi") == 1);
+  EXPECT_EQ(f.avx_vnni && f.os_avx, flags.count("avx_vnni") == 1);
+}
+#endif
