@@ -1,0 +1,261 @@
+// Every way packing must refuse, with the message it must give, and the
+// guarantee that a refused pack leaves no output or temporary behind.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <nlohmann/json.hpp>
+
+#include "pack/packer.h"
+#include "pack_test_util.h"
+
+using namespace tern;
+using namespace tern::pack;
+using namespace tern::pack::testing;
+using json = nlohmann::json;
+
+namespace {
+
+struct Fixture {
+  std::string dir, ckpt, outdir, out;
+};
+
+Fixture setup(const std::string& args = "--mode ternary --dtype f32") {
+  Fixture f;
+  f.dir = test_dir();
+  f.ckpt = make_checkpoint(f.dir + "/ckpt", args);
+  f.outdir = f.dir + "/out";
+  fs::create_directories(f.outdir);
+  f.out = f.outdir + "/model.gguf";
+  return f;
+}
+
+PackOptions opts(const Fixture& f) {
+  PackOptions o;
+  o.input_dir = f.ckpt;
+  o.output_path = f.out;
+  return o;
+}
+
+// Packing fails with a message containing `want`, and leaves nothing behind.
+void expect_pack_error(const Fixture& f, const std::string& want, PackOptions o) {
+  auto msg = error_of([&] { pack_checkpoint(o); });
+  EXPECT_NE(msg.find(want), std::string::npos) << "got: " << msg;
+  if (fs::exists(f.outdir)) {
+    EXPECT_TRUE(list_dir(f.outdir).empty());
+  }
+}
+void expect_pack_error(const Fixture& f, const std::string& want) {
+  expect_pack_error(f, want, opts(f));
+}
+
+// Rewrites model.safetensors' JSON header, keeping the data bytes.
+void edit_header(const std::string& path, const std::function<void(json&)>& edit) {
+  auto b = read_bytes(path);
+  uint64_t n = 0;
+  std::memcpy(&n, b.data(), 8);
+  json h = json::parse(std::string(b.begin() + 8, b.begin() + 8 + static_cast<long>(n)));
+  edit(h);
+  std::string text = h.dump();
+  std::vector<uint8_t> out(8);
+  uint64_t m = text.size();
+  std::memcpy(out.data(), &m, 8);
+  out.insert(out.end(), text.begin(), text.end());
+  out.insert(out.end(), b.begin() + 8 + static_cast<long>(n), b.end());
+  write_bytes(path, out);
+}
+
+void edit_config(const std::string& ckpt, const std::function<void(json&)>& edit) {
+  json c = json::parse(read_text(ckpt + "/config.json"));
+  edit(c);
+  write_text(ckpt + "/config.json", c.dump());
+}
+
+// Overwrites f32 elements [row][col...] of a tensor in model.safetensors.
+void poke(const std::string& ckpt, const std::string& name, uint64_t row, uint64_t col,
+          const std::vector<float>& v) {
+  const std::string path = ckpt + "/model.safetensors";
+  auto b = read_bytes(path);
+  uint64_t n = 0;
+  std::memcpy(&n, b.data(), 8);
+  json h = json::parse(std::string(b.begin() + 8, b.begin() + 8 + static_cast<long>(n)));
+  const uint64_t cols = h[name]["shape"][1].get<uint64_t>();
+  const uint64_t at = 8 + n + h[name]["data_offsets"][0].get<uint64_t>() + 4 * (row * cols + col);
+  std::memcpy(&b[at], v.data(), 4 * v.size());
+  write_bytes(path, b);
+}
+void poke(const std::string& ckpt, const std::string& name, uint64_t row, uint64_t col, float v) {
+  poke(ckpt, name, row, col, std::vector<float>{v});
+}
+
+}  // namespace
+
+TEST(PackerErrors, MissingDirectory) {
+  Fixture f = setup();
+  PackOptions o = opts(f);
+  o.input_dir = f.dir + "/nope";
+  expect_pack_error(f, "/nope: no such directory", o);
+  o.input_dir = f.ckpt + "/config.json";
+  expect_pack_error(f, "config.json: not a directory", o);
+}
+
+TEST(PackerErrors, NoConfig) {
+  Fixture f = setup();
+  fs::remove(f.ckpt + "/config.json");
+  expect_pack_error(f, "ckpt/config.json: not found");
+}
+
+TEST(PackerErrors, InvalidConfigJson) {
+  Fixture f = setup();
+  write_text(f.ckpt + "/config.json", "{\"hidden_size\": 256,\n\"vocab_size\": }\n");
+  expect_pack_error(f, "config.json: invalid JSON: ");
+}
+
+TEST(PackerErrors, UnsupportedArchitecture) {
+  Fixture f = setup();
+  edit_config(f.ckpt, [](json& c) {
+    c["architectures"] = {"GPT2LMHeadModel"};
+    c["model_type"] = "gpt2";
+  });
+  expect_pack_error(f, "config.json: unsupported architecture 'GPT2LMHeadModel' (tern packs "
+                       "Llama-architecture checkpoints)");
+}
+
+TEST(PackerErrors, MissingTokenizer) {
+  Fixture f = setup();
+  fs::remove(f.ckpt + "/tokenizer.model");
+  expect_pack_error(f, "ckpt/tokenizer.model: not found");
+}
+
+TEST(PackerErrors, MissingSafetensors) {
+  Fixture f = setup();
+  fs::remove(f.ckpt + "/model.safetensors");
+  expect_pack_error(f, "ckpt/model.safetensors: not found");
+}
+
+TEST(PackerErrors, TruncatedSafetensors) {
+  Fixture f = setup();
+  const std::string path = f.ckpt + "/model.safetensors";
+  const auto whole = read_bytes(path);
+  write_bytes(path, std::vector<uint8_t>(whole.begin(), whole.begin() + 100));
+  expect_pack_error(f, "model.safetensors: header length");
+  write_bytes(path, std::vector<uint8_t>(whole.begin(), whole.begin() + whole.size() / 2));
+  expect_pack_error(f, "past end of data");
+}
+
+TEST(PackerErrors, BadJsonHeader) {
+  Fixture f = setup();
+  const std::string path = f.ckpt + "/model.safetensors";
+  auto b = read_bytes(path);
+  b[8] = 'x';  // first byte of the header, was '{'
+  write_bytes(path, b);
+  expect_pack_error(f, "model.safetensors: invalid JSON header");
+}
+
+TEST(PackerErrors, UnsupportedDtype) {
+  Fixture f = setup();
+  // Same 1024 bytes, reinterpreted as 128 I64 values.
+  edit_header(f.ckpt + "/model.safetensors", [](json& h) {
+    h["model.layers.0.input_layernorm.weight"]["dtype"] = "I64";
+    h["model.layers.0.input_layernorm.weight"]["shape"] = {128};
+  });
+  expect_pack_error(f, "model.safetensors: tensor 'model.layers.0.input_layernorm.weight' has "
+                       "unsupported dtype I64");
+}
+
+TEST(PackerErrors, ShapeMismatchWithConfig) {
+  Fixture f = setup();
+  edit_config(f.ckpt, [](json& c) { c["intermediate_size"] = 768; });
+  expect_pack_error(f, "model.safetensors: tensor 'model.layers.0.mlp.gate_proj.weight' has shape "
+                       "[512, 256], expected [768, 256]");
+}
+
+TEST(PackerErrors, MissingTensor) {
+  Fixture f = setup();
+  edit_header(f.ckpt + "/model.safetensors",
+              [](json& h) { h.erase("model.layers.1.mlp.up_proj.weight"); });
+  expect_pack_error(f, "model.safetensors: missing tensor 'model.layers.1.mlp.up_proj.weight'");
+}
+
+TEST(PackerErrors, UnexpectedTensor) {
+  Fixture f = setup();
+  edit_header(f.ckpt + "/model.safetensors", [](json& h) {
+    h["model.layers.0.self_attn.q_proj.bias"] = {{"dtype", "F32"}, {"shape", {0}},
+                                                 {"data_offsets", {0, 0}}};
+  });
+  expect_pack_error(f, "unexpected tensor 'model.layers.0.self_attn.q_proj.bias'");
+}
+
+TEST(PackerErrors, NonTernaryNamesTensorAndRow) {
+  Fixture f = setup();
+  poke(f.ckpt, "model.layers.0.self_attn.q_proj.weight", 3, 0, 0.5f);
+  poke(f.ckpt, "model.layers.0.self_attn.q_proj.weight", 3, 1, -0.25f);
+  expect_pack_error(f, "model.safetensors: tensor 'model.layers.0.self_attn.q_proj.weight' row 3 is "
+                       "not ternary (values 0.5 and 0.25; use --ternarize to quantize it)");
+  // --ternarize quantizes it instead.
+  PackOptions o = opts(f);
+  o.force_ternarize = true;
+  EXPECT_NO_THROW(pack_checkpoint(o));
+  EXPECT_TRUE(fs::exists(f.out));
+}
+
+TEST(PackerErrors, DenseNeedsTernarize) {
+  Fixture f = setup("--mode dense --dtype bf16");
+  expect_pack_error(f, "tensor 'model.layers.0.self_attn.q_proj.weight' row 0 is not ternary");
+  PackOptions o = opts(f);
+  o.force_ternarize = true;
+  o.verify = true;
+  PackReport r = pack_checkpoint(o);
+  EXPECT_EQ(r.activation_mode, "float");
+}
+
+TEST(PackerErrors, FailureLateInThePackLeavesNothing) {
+  Fixture f = setup();
+  // The very last ternary tensor is bad: everything before it was processed.
+  poke(f.ckpt, "model.layers.1.mlp.down_proj.weight", 255, 2, 1e9f);
+  expect_pack_error(f, "tensor 'model.layers.1.mlp.down_proj.weight' row 255 is not ternary");
+}
+
+TEST(PackerErrors, ScaleOverflowsFp16) {
+  Fixture f = setup();
+  std::vector<float> row(256);
+  for (size_t c = 0; c < row.size(); ++c) row[c] = c % 2 ? 1e6f : -1e6f;
+  poke(f.ckpt, "model.layers.0.mlp.gate_proj.weight", 9, 0, row);
+  expect_pack_error(f, "tensor 'model.layers.0.mlp.gate_proj.weight' row 9 scale 1000000 overflows");
+}
+
+TEST(PackerErrors, NonFiniteWeight) {
+  Fixture f = setup();
+  poke(f.ckpt, "model.layers.0.mlp.up_proj.weight", 4, 0, std::nanf(""));
+  PackOptions o = opts(f);
+  o.force_ternarize = true;
+  expect_pack_error(f, "tensor 'model.layers.0.mlp.up_proj.weight' row 4 has a non-finite value", o);
+}
+
+TEST(PackerErrors, VocabSmallerThanTokenizer) {
+  Fixture f = setup();
+  edit_config(f.ckpt, [](json& c) { c["vocab_size"] = 500; });
+  expect_pack_error(f, "config.json: vocab_size 500 is smaller than the 512 pieces of tokenizer.model");
+}
+
+TEST(PackerErrors, OutputDirectoryNotWritable) {
+  Fixture f = setup();
+  PackOptions o = opts(f);
+  o.output_path = f.dir + "/missing_dir/model.gguf";
+  auto msg = error_of([&] { pack_checkpoint(o); });
+  EXPECT_NE(msg.find("missing_dir"), std::string::npos) << msg;
+  EXPECT_FALSE(fs::exists(f.dir + "/missing_dir"));
+  // A regular file where the directory should be (root ignores permission bits,
+  // so this is the portable unwritable destination).
+  write_text(f.outdir + "/file", "x");
+  o.output_path = f.outdir + "/file/model.gguf";
+  msg = error_of([&] { pack_checkpoint(o); });
+  EXPECT_NE(msg.find("file/model.gguf"), std::string::npos) << msg;
+  EXPECT_EQ(list_dir(f.outdir), std::vector<std::string>{"file"});
+}
+
+TEST(PackerErrors, WrongOutputType) {
+  Fixture f = setup();
+  PackOptions o = opts(f);
+  o.type = gguf::TensorType::Q8_0;
+  expect_pack_error(f, "output type must be TQ2_0 or TQ1_0", o);
+}

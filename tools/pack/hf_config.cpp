@@ -1,0 +1,147 @@
+#include "pack/hf_config.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "tern/error.h"
+
+namespace tern::pack {
+
+namespace {
+
+using json = nlohmann::json;
+
+// Dimensions beyond this are not a real model and would overflow the 32-bit
+// GGUF hyperparameters and products of two of them.
+constexpr uint64_t kMaxDim = 1u << 24;
+
+struct Reader {
+  const std::string& path;
+  const json& j;
+
+  Error bad(const std::string& what) const { return file_error(path, what); }
+
+  uint32_t dim(const char* key, std::optional<uint32_t> dflt = std::nullopt) const {
+    if (!j.contains(key) || j[key].is_null()) {
+      if (dflt) return *dflt;
+      throw bad(std::string("missing '") + key + "'");
+    }
+    const json& v = j[key];
+    if (!v.is_number_integer() || v.get<int64_t>() <= 0 ||
+        static_cast<uint64_t>(v.get<int64_t>()) > kMaxDim)
+      throw bad(std::string("'") + key + "' must be a positive integer up to " +
+                std::to_string(kMaxDim) + ", got " + v.dump());
+    return static_cast<uint32_t>(v.get<int64_t>());
+  }
+
+  float positive_float(const char* key, std::optional<float> dflt = std::nullopt) const {
+    if (!j.contains(key) || j[key].is_null()) {
+      if (dflt) return *dflt;
+      throw bad(std::string("missing '") + key + "'");
+    }
+    const json& v = j[key];
+    if (!v.is_number() || !(v.get<double>() > 0))
+      throw bad(std::string("'") + key + "' must be a positive number, got " + v.dump());
+    return static_cast<float>(v.get<double>());
+  }
+
+  // Token ids may be an int or (Llama 3 style) a list whose first entry is
+  // the primary one.
+  std::optional<uint32_t> token_id(const char* key) const {
+    if (!j.contains(key) || j[key].is_null()) return std::nullopt;
+    json v = j[key];
+    if (v.is_array() && !v.empty()) v = v[0];
+    if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > INT32_MAX)
+      throw bad(std::string("'") + key + "' must be a token id, got " + j[key].dump());
+    return static_cast<uint32_t>(v.get<int64_t>());
+  }
+
+  bool flag(const char* key, bool dflt) const {
+    if (!j.contains(key) || j[key].is_null()) return dflt;
+    if (!j[key].is_boolean()) throw bad(std::string("'") + key + "' must be true or false");
+    return j[key].get<bool>();
+  }
+};
+
+}  // namespace
+
+LlamaConfig load_config(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw file_error(path, errno == ENOENT ? "not found" : std::strerror(errno));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  json j;
+  try {
+    j = json::parse(ss.str());
+  } catch (const json::exception& e) {
+    throw file_error(path, std::string("invalid JSON: ") + e.what());
+  }
+  if (!j.is_object()) throw file_error(path, "not a JSON object");
+  Reader r{path, j};
+  LlamaConfig c;
+
+  bool llama = false;
+  if (j.contains("architectures") && j["architectures"].is_array()) {
+    for (const auto& a : j["architectures"]) {
+      if (!a.is_string()) continue;
+      if (c.architecture.empty()) c.architecture = a.get<std::string>();
+      llama |= a.get<std::string>() == "LlamaForCausalLM";
+    }
+  }
+  if (j.contains("model_type") && j["model_type"].is_string()) {
+    if (c.architecture.empty()) c.architecture = j["model_type"].get<std::string>();
+    llama |= j["model_type"].get<std::string>() == "llama";
+  }
+  if (!llama)
+    throw r.bad("unsupported architecture '" +
+                (c.architecture.empty() ? std::string("unknown") : c.architecture) +
+                "' (tern packs Llama-architecture checkpoints)");
+
+  // Features a plain Llama forward would silently get wrong.
+  if (j.contains("rope_scaling") && !j["rope_scaling"].is_null())
+    throw r.bad("rope_scaling " + j["rope_scaling"].dump() + " is not supported");
+  if (r.flag("attention_bias", false)) throw r.bad("attention_bias is not supported");
+  if (r.flag("mlp_bias", false)) throw r.bad("mlp_bias is not supported");
+  if (j.contains("hidden_act") && j["hidden_act"] != "silu")
+    throw r.bad("hidden_act " + j["hidden_act"].dump() + " is not supported (Llama uses silu)");
+
+  c.hidden_size = r.dim("hidden_size");
+  c.intermediate_size = r.dim("intermediate_size");
+  c.n_layers = r.dim("num_hidden_layers");
+  c.n_heads = r.dim("num_attention_heads");
+  c.n_kv_heads = r.dim("num_key_value_heads", c.n_heads);
+  c.vocab_size = r.dim("vocab_size");
+  c.max_position_embeddings = r.dim("max_position_embeddings");
+  c.rms_norm_eps = r.positive_float("rms_norm_eps");
+  c.rope_theta = r.positive_float("rope_theta", 10000.0f);
+  c.tie_word_embeddings = r.flag("tie_word_embeddings", false);
+  c.bos_token_id = r.token_id("bos_token_id");
+  c.eos_token_id = r.token_id("eos_token_id");
+
+  if (c.hidden_size % c.n_heads != 0 && !j.contains("head_dim"))
+    throw r.bad("hidden_size " + std::to_string(c.hidden_size) +
+                " is not divisible by num_attention_heads " + std::to_string(c.n_heads));
+  c.head_dim = r.dim("head_dim", c.hidden_size / c.n_heads);
+  if (c.n_heads % c.n_kv_heads != 0)
+    throw r.bad("num_attention_heads " + std::to_string(c.n_heads) +
+                " is not a multiple of num_key_value_heads " + std::to_string(c.n_kv_heads));
+  // RoPE rotates pairs, and the q/k row permutation splits each head in halves.
+  if (c.head_dim % 2 != 0) throw r.bad("head_dim " + std::to_string(c.head_dim) + " is odd");
+  if (static_cast<uint64_t>(c.n_heads) * c.head_dim > kMaxDim)
+    throw r.bad("num_attention_heads * head_dim is too large");
+
+  if (j.contains("quantization_config") && j["quantization_config"].is_object()) {
+    const json& q = j["quantization_config"];
+    if (q.contains("quant_method") && q["quant_method"].is_string())
+      c.quant_method = q["quant_method"].get<std::string>();
+    if (!c.quant_method.empty() && c.quant_method != "bitnet")
+      throw r.bad("quantization_config.quant_method '" + c.quant_method +
+                  "' is not supported (tern packs float or bitnet checkpoints)");
+  }
+  return c;
+}
+
+}  // namespace tern::pack

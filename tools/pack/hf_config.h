@@ -1,0 +1,33 @@
+// The part of a Hugging Face Llama config.json that packing needs.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace tern::pack {
+
+struct LlamaConfig {
+  std::string architecture;  // architectures[0], or model_type when absent
+  uint32_t hidden_size = 0;
+  uint32_t intermediate_size = 0;
+  uint32_t n_layers = 0;
+  uint32_t n_heads = 0;
+  uint32_t n_kv_heads = 0;
+  uint32_t head_dim = 0;
+  uint32_t vocab_size = 0;
+  uint32_t max_position_embeddings = 0;
+  float rms_norm_eps = 0;
+  float rope_theta = 10000.0f;
+  bool tie_word_embeddings = false;
+  std::optional<uint32_t> bos_token_id, eos_token_id;
+  std::string quant_method;  // quantization_config.quant_method, "" if none
+
+  bool is_bitnet() const { return quant_method == "bitnet"; }
+  uint32_t q_rows() const { return n_heads * head_dim; }
+  uint32_t kv_rows() const { return n_kv_heads * head_dim; }
+};
+
+// Reads and validates config.json; throws tern::Error "path: problem".
+LlamaConfig load_config(const std::string& path);
+
+}  // namespace tern::pack

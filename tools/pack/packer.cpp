@@ -1,0 +1,188 @@
+// Packer: HF Llama checkpoint -> GGUF. Every key the packer writes:
+//
+// llama.cpp keys (the file loads in llama.cpp as a `llama` model):
+//   general.architecture                  string  "llama"
+//   general.name                          string  basename of the input directory
+//   general.file_type                     u32     36 (LLAMA_FTYPE_MOSTLY_TQ1_0) or 37 (TQ2_0)
+//   general.quantization_version          u32     2
+//   llama.context_length                  u32     max_position_embeddings
+//   llama.embedding_length                u32     hidden_size
+//   llama.block_count                     u32     num_hidden_layers
+//   llama.feed_forward_length             u32     intermediate_size
+//   llama.attention.head_count            u32     num_attention_heads
+//   llama.attention.head_count_kv         u32     num_key_value_heads
+//   llama.attention.key_length            u32     head_dim
+//   llama.attention.value_length          u32     head_dim
+//   llama.attention.layer_norm_rms_epsilon f32    rms_norm_eps
+//   llama.rope.freq_base                  f32     rope_theta
+//   llama.rope.dimension_count            u32     head_dim
+//   llama.vocab_size                      u32     vocab_size (== token count == embedding rows)
+//   tokenizer.ggml.model                  string  "llama" (SentencePiece)
+//   tokenizer.ggml.tokens                 string[] pieces; config vocab beyond the
+//                                                 tokenizer is padded with "<unused_N>"
+//   tokenizer.ggml.scores                 f32[]   piece scores (0 for padding)
+//   tokenizer.ggml.token_type             i32[]   1 normal, 2 unknown, 3 control,
+//                                                 4 user-defined, 5 unused (and padding), 6 byte
+//   tokenizer.ggml.bos_token_id           u32     config.json bos_token_id, else the tokenizer's
+//   tokenizer.ggml.eos_token_id           u32     config.json eos_token_id, else the tokenizer's
+//   tokenizer.ggml.unknown_token_id       u32     the tokenizer's unk id
+//   tokenizer.ggml.padding_token_id       u32     only when the tokenizer defines a pad id
+//   tokenizer.ggml.add_bos_token          bool    true
+//   tokenizer.ggml.add_eos_token          bool    false
+//
+// tern keys:
+//   tern.activation_mode       string  "int8": activations quantized per token to int8
+//                                      by absmax before each ternary matmul (BitNet b1.58
+//                                      training); "float": activations stay float
+//   tern.scale_rule            string  "absmean-per-tensor": W ~ s * T, s = max(mean|W|,
+//                                      1e-5), T = clamp(round(W/s)); "per-row": the
+//                                      checkpoint was already ternary, W = s_r * T exactly
+//   tern.scale.<tensor>        f32[]   exact f32 scale(s) of each ternary tensor: 1 value
+//                                      (absmean-per-tensor) or one per row (per-row), rows
+//                                      in the file's (permuted, for q/k) order. Every TQ
+//                                      block's fp16 d is fp16(this scale) so llama.cpp
+//                                      sees the same weights to fp16 precision.
+//   tern.tokenizer.spm_model   u8[]    the raw tokenizer.model bytes, so tern tokenizes
+//                                      with libsentencepiece exactly
+//   tern.source.dtype          string  safetensors dtype(s) of the source, e.g. "BF16" or
+//                                      "BF16,F32"
+//
+// Tensors (GGUF dims are the safetensors shape reversed): token_embd.weight,
+// then per layer blk.N.{attn_norm, attn_q, attn_k, attn_v, attn_output, ffn_norm,
+// ffn_gate, ffn_up, ffn_down}.weight, then output_norm.weight and output.weight
+// (absent when tied). The seven linears are TQ2_0/TQ1_0; attn_q and attn_k rows
+// are permuted as llama.cpp's converter does (HF rotate_half -> interleaved
+// pairs). Norms are F32. Embedding/output: F32 from F32, F16 from F16, and
+// from BF16 F16 when every value converts exactly, else F32 - always lossless.
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <vector>
+
+#include "pack/plan.h"
+#include "pack/ternarize.h"
+#include "tern/error.h"
+
+namespace tern::pack {
+
+namespace {
+
+using gguf::TensorType;
+using gguf::Value;
+
+void set_metadata(gguf::Writer& w, const PackInputs& in, const PackOptions& o) {
+  const LlamaConfig& c = in.cfg;
+  w.set("general.architecture", Value::string("llama"));
+  w.set("general.name", Value::string(in.name));
+  w.set("general.file_type", Value::u32(o.type == TensorType::TQ1_0 ? 36 : 37));
+  w.set("general.quantization_version", Value::u32(2));
+  w.set("llama.context_length", Value::u32(c.max_position_embeddings));
+  w.set("llama.embedding_length", Value::u32(c.hidden_size));
+  w.set("llama.block_count", Value::u32(c.n_layers));
+  w.set("llama.feed_forward_length", Value::u32(c.intermediate_size));
+  w.set("llama.attention.head_count", Value::u32(c.n_heads));
+  w.set("llama.attention.head_count_kv", Value::u32(c.n_kv_heads));
+  w.set("llama.attention.key_length", Value::u32(c.head_dim));
+  w.set("llama.attention.value_length", Value::u32(c.head_dim));
+  w.set("llama.attention.layer_norm_rms_epsilon", Value::f32(c.rms_norm_eps));
+  w.set("llama.rope.freq_base", Value::f32(c.rope_theta));
+  w.set("llama.rope.dimension_count", Value::u32(c.head_dim));
+  w.set("llama.vocab_size", Value::u32(c.vocab_size));
+
+  const TokenizerMeta& t = in.tok;
+  w.set("tokenizer.ggml.model", Value::string("llama"));
+  w.set("tokenizer.ggml.tokens", Value::string_array(t.pieces));
+  w.set("tokenizer.ggml.scores", Value::f32_array(t.scores));
+  w.set("tokenizer.ggml.token_type", Value::i32_array(t.types));
+  w.set("tokenizer.ggml.bos_token_id", Value::u32(in.bos));
+  w.set("tokenizer.ggml.eos_token_id", Value::u32(in.eos));
+  w.set("tokenizer.ggml.unknown_token_id", Value::u32(in.unk));
+  if (t.pad_id >= 0) w.set("tokenizer.ggml.padding_token_id", Value::u32(t.pad_id));
+  w.set("tokenizer.ggml.add_bos_token", Value::boolean(true));
+  w.set("tokenizer.ggml.add_eos_token", Value::boolean(false));
+
+  w.set("tern.activation_mode", Value::string(c.is_bitnet() ? "int8" : "float"));
+  w.set("tern.scale_rule", Value::string(in.absmean ? "absmean-per-tensor" : "per-row"));
+  w.set("tern.tokenizer.spm_model", Value::u8_array(t.model_bytes));
+  w.set("tern.source.dtype", Value::string(in.source_dtypes));
+  for (const PlanTensor& pt : in.tensors)
+    if (pt.role == Role::Ternary) w.set("tern.scale." + pt.name, Value::f32_array(pt.scales));
+}
+
+std::string short_float(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4g", v);
+  return buf;
+}
+
+std::string progress_line(size_t i, size_t n, const PlanTensor& t) {
+  const int width = static_cast<int>(std::to_string(n).size());
+  char head[32];
+  std::snprintf(head, sizeof head, "[%*zu/%*zu]", width, i + 1, width, n);
+  std::string dims = "[";
+  for (size_t k = 0; k < t.dims.size(); ++k) dims += (k ? ", " : "") + std::to_string(t.dims[k]);
+  dims += "]";
+  std::string line = std::string(head) + " " + t.name + "  " + gguf::traits(t.type).name + "  " + dims;
+  if (t.role == Role::Ternary) {
+    if (t.scales.size() == 1) {
+      line += "  scale " + short_float(t.scales[0]);
+    } else {
+      float lo = t.scales[0], hi = t.scales[0];
+      for (float s : t.scales) lo = std::min(lo, s), hi = std::max(hi, s);
+      line += "  row scales " + short_float(lo) + ".." + short_float(hi);
+    }
+  }
+  return line;
+}
+
+}  // namespace
+
+PackReport pack_checkpoint(const PackOptions& o) {
+  PackInputs in = load_inputs(o);
+  // Opening the writer first fails fast on an unwritable destination; its
+  // destructor removes the temporary if anything below throws.
+  gguf::Writer w(o.output_path);
+
+  // Pass 1: the header holds every scale and tensor type, so all of them are
+  // settled (and every tensor validated) before anything is written.
+  for (PlanTensor& t : in.tensors) analyze(t, in.ckpt.read_f32(*t.src), in.absmean, o.type);
+
+  set_metadata(w, in, o);
+  for (const PlanTensor& t : in.tensors) w.add_tensor(t.name, t.type, t.dims);
+  w.write_header();
+
+  // Pass 2: convert and stream one tensor at a time.
+  PackReport rep;
+  rep.activation_mode = in.cfg.is_bitnet() ? "int8" : "float";
+  uint64_t tern_bytes = 0, tern_weights = 0;
+  for (size_t i = 0; i < in.tensors.size(); ++i) {
+    const PlanTensor& t = in.tensors[i];
+    std::vector<uint8_t> bytes = encode(t, in.ckpt.read_f32(*t.src), in.absmean);
+    w.write_tensor(t.name, bytes);
+    ++rep.n_tensors;
+    if (t.role == Role::Ternary) {
+      ++rep.n_ternary;
+      tern_bytes += bytes.size();
+      tern_weights += t.rows * t.cols;
+    }
+    if (o.progress) o.progress(progress_line(i, in.tensors.size(), t));
+  }
+  w.finish();
+
+  struct stat st {};
+  if (::stat(o.output_path.c_str(), &st) == 0) rep.bytes_written = static_cast<uint64_t>(st.st_size);
+  rep.bits_per_weight_ternary = tern_weights ? 8.0 * tern_bytes / tern_weights : 0.0;
+
+  if (o.verify) {
+    try {
+      verify_packed(o);
+    } catch (...) {
+      std::remove(o.output_path.c_str());  // a file that fails verification is not a result
+      throw;
+    }
+  }
+  return rep;
+}
+
+}  // namespace tern::pack

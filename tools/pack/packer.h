@@ -1,0 +1,40 @@
+// Hugging Face Llama checkpoint (safetensors + config.json + tokenizer.model)
+// -> GGUF with ternary TQ2_0 / TQ1_0 linears that llama.cpp loads as a
+// `llama` model and tern runs bit-exactly. See packer.cpp for every key.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "tern/gguf.h"
+
+namespace tern::pack {
+
+struct PackOptions {
+  std::string input_dir;    // HF checkpoint directory
+  std::string output_path;  // .gguf
+  gguf::TensorType type = gguf::TensorType::TQ2_0;  // or TQ1_0
+  bool force_ternarize = false;  // --ternarize: absmean-quantize non-ternary weights
+  bool verify = false;           // --verify: pack_checkpoint re-reads and checks its output
+  std::function<void(const std::string& line)> progress;  // one line per tensor; may be empty
+};
+
+struct PackReport {
+  uint64_t n_tensors = 0;
+  uint64_t n_ternary = 0;
+  uint64_t bytes_written = 0;            // size of the output file
+  double bits_per_weight_ternary = 0;    // ternary tensor bytes * 8 / their weights
+  std::string activation_mode;           // "int8" or "float"
+};
+
+// Packs opts.input_dir into opts.output_path atomically: on any error no
+// output (and no temporary) is left. With opts.verify it then calls
+// verify_packed and removes the output if that fails. Throws tern::Error.
+PackReport pack_checkpoint(const PackOptions& opts);
+
+// Re-derives every tensor, scale and tokenizer entry from the source and
+// compares with opts.output_path; throws tern::Error naming the first
+// mismatch (tensor and row).
+void verify_packed(const PackOptions& opts);
+
+}  // namespace tern::pack

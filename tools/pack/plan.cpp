@@ -1,0 +1,232 @@
+#include "pack/plan.h"
+
+#include <sys/stat.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <set>
+
+#include "pack/ternarize.h"
+#include "tern/error.h"
+#include "tern/quant.h"
+
+namespace tern::pack {
+
+namespace {
+
+using gguf::TensorType;
+
+std::string dims_string(const std::vector<uint64_t>& d) {
+  std::string s = "[";
+  for (size_t i = 0; i < d.size(); ++i) s += (i ? ", " : "") + std::to_string(d[i]);
+  return s + "]";
+}
+
+// "ckpt/", "." and "a/../ckpt" all name the directory by its own name.
+std::string basename_of(const std::string& dir) {
+  std::filesystem::path p = std::filesystem::absolute(dir).lexically_normal();
+  if (p.filename().empty()) p = p.parent_path();
+  return p.filename().string();
+}
+
+struct Expect {
+  std::string src, name;
+  Role role;
+  std::vector<uint64_t> shape;  // HF order
+  uint32_t permute_heads = 0;
+};
+
+std::vector<Expect> expected_tensors(const LlamaConfig& c, bool with_output) {
+  const uint64_t H = c.hidden_size, F = c.intermediate_size, V = c.vocab_size;
+  const uint64_t Q = c.q_rows(), KV = c.kv_rows();
+  std::vector<Expect> e;
+  e.push_back({"model.embed_tokens.weight", "token_embd.weight", Role::Embedding, {V, H}});
+  for (uint32_t l = 0; l < c.n_layers; ++l) {
+    const std::string s = "model.layers." + std::to_string(l) + ".";
+    const std::string g = "blk." + std::to_string(l) + ".";
+    e.push_back({s + "input_layernorm.weight", g + "attn_norm.weight", Role::Norm, {H}});
+    e.push_back({s + "self_attn.q_proj.weight", g + "attn_q.weight", Role::Ternary, {Q, H},
+                 c.n_heads});
+    e.push_back({s + "self_attn.k_proj.weight", g + "attn_k.weight", Role::Ternary, {KV, H},
+                 c.n_kv_heads});
+    e.push_back({s + "self_attn.v_proj.weight", g + "attn_v.weight", Role::Ternary, {KV, H}});
+    e.push_back({s + "self_attn.o_proj.weight", g + "attn_output.weight", Role::Ternary, {H, Q}});
+    e.push_back({s + "post_attention_layernorm.weight", g + "ffn_norm.weight", Role::Norm, {H}});
+    e.push_back({s + "mlp.gate_proj.weight", g + "ffn_gate.weight", Role::Ternary, {F, H}});
+    e.push_back({s + "mlp.up_proj.weight", g + "ffn_up.weight", Role::Ternary, {F, H}});
+    e.push_back({s + "mlp.down_proj.weight", g + "ffn_down.weight", Role::Ternary, {H, F}});
+  }
+  e.push_back({"model.norm.weight", "output_norm.weight", Role::Norm, {H}});
+  if (with_output) e.push_back({"lm_head.weight", "output.weight", Role::Embedding, {V, H}});
+  return e;
+}
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+}  // namespace
+
+PackInputs load_inputs(const PackOptions& o) {
+  if (o.type != TensorType::TQ2_0 && o.type != TensorType::TQ1_0)
+    throw Error("pack: output type must be TQ2_0 or TQ1_0, not " +
+                std::string(gguf::traits(o.type).name));
+  struct stat st {};
+  if (::stat(o.input_dir.c_str(), &st) != 0) throw file_error(o.input_dir, "no such directory");
+  if (!S_ISDIR(st.st_mode)) throw file_error(o.input_dir, "not a directory");
+
+  PackInputs in;
+  in.cfg = load_config(o.input_dir + "/config.json");
+  in.tok = load_tokenizer(o.input_dir + "/tokenizer.model");
+  in.ckpt = Checkpoint::open(o.input_dir);
+  in.name = basename_of(o.input_dir);
+  in.absmean = in.cfg.is_bitnet() || o.force_ternarize;
+  const LlamaConfig& c = in.cfg;
+
+  if (c.vocab_size < in.tok.pieces.size())
+    throw file_error(o.input_dir + "/config.json",
+                     "vocab_size " + std::to_string(c.vocab_size) + " is smaller than the " +
+                         std::to_string(in.tok.pieces.size()) + " pieces of tokenizer.model");
+  pad_vocab(in.tok, c.vocab_size);
+  auto token = [&](std::optional<uint32_t> cfg_id, int32_t spm_id, const char* what) {
+    int64_t id = cfg_id ? static_cast<int64_t>(*cfg_id) : spm_id;
+    if (id < 0)
+      throw file_error(o.input_dir + "/tokenizer.model",
+                       std::string("defines no ") + what + " token (nor does config.json)");
+    if (id >= static_cast<int64_t>(c.vocab_size))
+      throw file_error(o.input_dir + "/config.json", std::string(what) + " token id " +
+                                                         std::to_string(id) + " is outside the vocabulary");
+    return static_cast<uint32_t>(id);
+  };
+  in.bos = token(c.bos_token_id, in.tok.bos_id, "bos");
+  in.eos = token(c.eos_token_id, in.tok.eos_id, "eos");
+  in.unk = token(std::nullopt, in.tok.unk_id, "unk");
+
+  in.tied = c.tie_word_embeddings || !in.ckpt.find("lm_head.weight");
+  std::set<std::string> used;
+  std::set<std::string> dtypes;
+  const uint64_t block = gguf::traits(o.type).block_size;
+  for (const Expect& e : expected_tensors(c, !in.tied)) {
+    const StTensor* st_t = in.ckpt.find(e.src);
+    if (!st_t) throw file_error(in.ckpt.label(), "missing tensor '" + e.src + "'");
+    if (!is_float_dtype(st_t->dtype))
+      throw file_error(st_t->file->path(),
+                       "tensor '" + e.src + "' has unsupported dtype " + st_t->dtype);
+    if (st_t->shape != e.shape)
+      throw file_error(st_t->file->path(), "tensor '" + e.src + "' has shape " +
+                                               st_t->shape_string() + ", expected " +
+                                               dims_string(e.shape) + " (from config.json)");
+    PlanTensor t;
+    t.src_name = e.src;
+    t.name = e.name;
+    t.role = e.role;
+    t.src = st_t;
+    t.rows = e.shape.size() == 2 ? e.shape[0] : 1;
+    t.cols = e.shape.back();
+    t.dims = e.shape.size() == 2 ? std::vector<uint64_t>{t.cols, t.rows}
+                                 : std::vector<uint64_t>{t.cols};
+    if (e.role == Role::Ternary && t.cols % block != 0)
+      throw file_error(st_t->file->path(),
+                       "tensor '" + e.src + "' has rows of " + std::to_string(t.cols) +
+                           " weights; " + gguf::traits(o.type).name + " needs a multiple of " +
+                           std::to_string(block));
+    if (e.permute_heads) t.perm = qk_row_permutation(static_cast<uint32_t>(t.rows), e.permute_heads);
+    used.insert(e.src);
+    dtypes.insert(st_t->dtype);
+    in.tensors.push_back(std::move(t));
+  }
+  if (c.tie_word_embeddings) used.insert("lm_head.weight");  // redundant copy some exports keep
+  for (const auto& [name, st_t] : in.ckpt.tensors()) {
+    // Old exports carry RoPE's inverse frequencies; they are derived from rope_theta.
+    if (used.count(name) || ends_with(name, ".rotary_emb.inv_freq")) continue;
+    throw file_error(st_t->file->path(),
+                     "unexpected tensor '" + name + "' (not part of a Llama model of this config)");
+  }
+  for (const auto& d : dtypes) in.source_dtypes += (in.source_dtypes.empty() ? "" : ",") + d;
+  return in;
+}
+
+void analyze(PlanTensor& t, const std::vector<float>& data, bool absmean, TensorType ternary_type) {
+  const std::string& path = t.src->file->path();
+  if (t.role == Role::Norm) {
+    t.type = TensorType::F32;
+    return;
+  }
+  if (t.role == Role::Embedding) {
+    if (t.src->dtype == "F32") t.type = TensorType::F32;
+    else if (t.src->dtype == "F16") t.type = TensorType::F16;
+    else t.type = fits_f16_exactly(data.data(), data.size()) ? TensorType::F16 : TensorType::F32;
+    return;
+  }
+  t.type = ternary_type;
+  for (uint64_t i = 0; i < data.size(); ++i)
+    if (!std::isfinite(data[i]))
+      throw file_error(path, "tensor '" + t.src_name + "' row " + std::to_string(i / t.cols) +
+                                 " has a non-finite value");
+  std::vector<float> src_scales;
+  if (absmean) {
+    src_scales.push_back(absmean_scale(data.data(), data.size()));
+  } else {
+    for (uint64_t r = 0; r < t.rows; ++r) {
+      float a = 0, b = 0;
+      auto s = exact_row_scale(&data[r * t.cols], t.cols, &a, &b);
+      if (!s)
+        throw file_error(path, "tensor '" + t.src_name + "' row " + std::to_string(r) +
+                                   " is not ternary (values " + fmt_float(a) + " and " +
+                                   fmt_float(b) + "; use --ternarize to quantize it)");
+      src_scales.push_back(*s);
+    }
+  }
+  for (size_t r = 0; r < src_scales.size(); ++r) {
+    const float s = src_scales[r];
+    const float h = fp16_to_f32(f32_to_fp16(s));
+    std::string where = src_scales.size() == 1 ? "" : " row " + std::to_string(r);
+    if (std::isinf(h))
+      throw file_error(path, "tensor '" + t.src_name + "'" + where + " scale " + fmt_float(s) +
+                                 " overflows the fp16 block scale");
+    if (s != 0 && h == 0)
+      throw file_error(path, "tensor '" + t.src_name + "'" + where + " scale " + fmt_float(s) +
+                                 " underflows the fp16 block scale");
+  }
+  t.scales.clear();
+  if (src_scales.size() == 1) {
+    t.scales = src_scales;
+  } else {
+    for (uint64_t r = 0; r < t.rows; ++r) t.scales.push_back(src_scales[t.perm.empty() ? r : t.perm[r]]);
+  }
+}
+
+void row_trits(const PlanTensor& t, const std::vector<float>& data, bool absmean, uint64_t r,
+               int8_t* trits) {
+  const uint64_t src = t.perm.empty() ? r : t.perm[r];
+  const float* row = &data[src * t.cols];
+  if (absmean) absmean_trits(row, t.cols, t.scales[0], trits);
+  else sign_trits(row, t.cols, trits);
+}
+
+std::vector<uint8_t> encode(const PlanTensor& t, const std::vector<float>& data, bool absmean) {
+  std::vector<uint8_t> out;
+  if (t.type == TensorType::F32) {
+    out.resize(data.size() * 4);
+    std::memcpy(out.data(), data.data(), out.size());
+  } else if (t.type == TensorType::F16) {
+    out.resize(data.size() * 2);
+    for (size_t i = 0; i < data.size(); ++i) {
+      uint16_t h = f32_to_fp16(data[i]);
+      std::memcpy(&out[2 * i], &h, 2);
+    }
+  } else {
+    const uint64_t rb = gguf::row_bytes(t.type, t.cols);
+    out.resize(rb * t.rows);
+    std::vector<int8_t> trits(t.cols);
+    for (uint64_t r = 0; r < t.rows; ++r) {
+      row_trits(t, data, absmean, r, trits.data());
+      pack_ternary_row(t.type, trits.data(), static_cast<int64_t>(t.cols),
+                       f32_to_fp16(t.row_scale(r)), &out[r * rb]);
+    }
+  }
+  return out;
+}
+
+}  // namespace tern::pack

@@ -1,0 +1,119 @@
+// verify_packed: re-derive everything from the source checkpoint and compare
+// with what the GGUF file actually holds, read back through gguf::File and
+// the quant.h unpackers rather than the packer's own encoder.
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "pack/plan.h"
+#include "pack/ternarize.h"
+#include "tern/error.h"
+#include "tern/quant.h"
+
+namespace tern::pack {
+
+namespace {
+
+using gguf::TensorType;
+
+void check_scales(const gguf::File& f, const PlanTensor& t) {
+  const std::string key = "tern.scale." + t.name;
+  const gguf::Value* v = f.find(key);
+  if (!v) throw file_error(f.path(), "missing key " + key);
+  std::vector<float> got = v->as_f32_array(key);
+  if (got.size() != t.scales.size())
+    throw file_error(f.path(), key + " has " + std::to_string(got.size()) + " scales, expected " +
+                                   std::to_string(t.scales.size()));
+  for (size_t r = 0; r < got.size(); ++r)
+    if (std::memcmp(&got[r], &t.scales[r], 4) != 0)
+      throw file_error(f.path(), key + "[" + std::to_string(r) + "] is " + fmt_float(got[r]) +
+                                     ", the source gives " + fmt_float(t.scales[r]));
+}
+
+void check_ternary(const gguf::File& f, const gguf::TensorInfo& info, const PlanTensor& t,
+                   const std::vector<float>& data, bool absmean) {
+  const uint64_t rb = gguf::row_bytes(t.type, t.cols);
+  const int64_t K = static_cast<int64_t>(t.cols);
+  std::vector<int8_t> want(t.cols), got(t.cols);
+  std::vector<uint16_t> d(t.cols / QK);
+  for (uint64_t r = 0; r < t.rows; ++r) {
+    const uint8_t* row = info.data + r * rb;
+    row_trits(t, data, absmean, r, want.data());
+    unpack_ternary_row(t.type, row, K, got.data());
+    for (uint64_t k = 0; k < t.cols; ++k)
+      if (want[k] != got[k])
+        throw file_error(f.path(), "tensor " + t.name + " row " + std::to_string(r) + " weight " +
+                                       std::to_string(k) + " is " + std::to_string(got[k]) +
+                                       ", the source gives " + std::to_string(want[k]));
+    row_block_scales(t.type, row, K, d.data());
+    const uint16_t expect = f32_to_fp16(t.row_scale(r));
+    for (size_t b = 0; b < d.size(); ++b)
+      if (d[b] != expect)
+        throw file_error(f.path(), "tensor " + t.name + " row " + std::to_string(r) + " block " +
+                                       std::to_string(b) + " scale " +
+                                       fmt_float(fp16_to_f32(d[b])) + ", expected " +
+                                       fmt_float(fp16_to_f32(expect)));
+  }
+}
+
+void check_float(const gguf::File& f, const gguf::TensorInfo& info, const PlanTensor& t,
+                 const std::vector<float>& data) {
+  for (uint64_t i = 0; i < data.size(); ++i) {
+    bool same;
+    if (t.type == TensorType::F32) {
+      same = std::memcmp(info.data + 4 * i, &data[i], 4) == 0;
+    } else {
+      uint16_t h = f32_to_fp16(data[i]), stored;
+      std::memcpy(&stored, info.data + 2 * i, 2);
+      same = h == stored;
+    }
+    if (!same)
+      throw file_error(f.path(), "tensor " + t.name + " row " + std::to_string(i / t.cols) +
+                                     " element " + std::to_string(i % t.cols) +
+                                     " differs from the source");
+  }
+}
+
+}  // namespace
+
+void verify_packed(const PackOptions& o) {
+  PackInputs in = load_inputs(o);
+  gguf::File f = gguf::File::open(o.output_path);
+
+  auto expect_string = [&](const char* key, const std::string& want) {
+    const std::string& got = f.get(key).as_string(key);
+    if (got != want)
+      throw file_error(f.path(), std::string(key) + " is '" + got + "', the source gives '" + want + "'");
+  };
+  expect_string("general.architecture", "llama");
+  expect_string("tern.scale_rule", in.absmean ? "absmean-per-tensor" : "per-row");
+  expect_string("tern.activation_mode", in.cfg.is_bitnet() ? "int8" : "float");
+  const uint64_t ftype = o.type == TensorType::TQ1_0 ? 36 : 37;
+  if (f.get("general.file_type").as_uint("general.file_type") != ftype)
+    throw file_error(f.path(), "general.file_type is not " + std::to_string(ftype));
+  if (f.get("tokenizer.ggml.tokens").as_string_array("tokenizer.ggml.tokens") != in.tok.pieces)
+    throw file_error(f.path(), "tokenizer.ggml.tokens differ from tokenizer.model");
+  auto spm = f.get("tern.tokenizer.spm_model").as_u8_array("tern.tokenizer.spm_model");
+  if (spm.size() != in.tok.model_bytes.size() ||
+      !std::equal(spm.begin(), spm.end(), in.tok.model_bytes.begin()))
+    throw file_error(f.path(), "tern.tokenizer.spm_model differs from tokenizer.model");
+
+  size_t expected_count = in.tensors.size();
+  if (f.tensors().size() != expected_count)
+    throw file_error(f.path(), "has " + std::to_string(f.tensors().size()) + " tensors, expected " +
+                                   std::to_string(expected_count));
+  for (PlanTensor& t : in.tensors) {
+    std::vector<float> data = in.ckpt.read_f32(*t.src);
+    analyze(t, data, in.absmean, o.type);
+    const TensorType types[] = {t.type};
+    const gguf::TensorInfo& info = f.tensor(t.name, types, t.dims);
+    if (t.role == Role::Ternary) {
+      check_scales(f, t);
+      check_ternary(f, info, t, data, in.absmean);
+    } else {
+      check_float(f, info, t, data);
+    }
+  }
+}
+
+}  // namespace tern::pack
