@@ -1,0 +1,66 @@
+// Sampling, text generation and llama.cpp-compatible perplexity on top of a
+// Model; the CLI only parses flags and prints.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tern/model.h"
+#include "tern/tokenizer.h"
+
+namespace tern {
+
+struct SamplerParams {
+  float temp = 0.8f;   // 0: greedy
+  int top_k = 40;      // <= 0: all tokens
+  float top_p = 0.95f; // 1: off
+  uint64_t seed = 0;
+};
+
+// Greedy at temp 0; otherwise top-k, then temperature softmax, then top-p,
+// then one draw from a seeded splitmix64 stream: the same seed and logits
+// give the same token on every machine and kernel.
+class Sampler {
+ public:
+  explicit Sampler(const SamplerParams& p);
+  int32_t sample(std::span<const float> logits);
+
+ private:
+  double uniform();  // [0, 1)
+  SamplerParams p_;
+  uint64_t state_;
+  std::vector<std::pair<float, int32_t>> cand_;
+};
+
+struct GenerateStats {
+  int n_prompt = 0, n_generated = 0;
+  double prompt_seconds = 0, gen_seconds = 0;
+  bool hit_eos = false;
+};
+
+// Feeds the prompt (with BOS), then samples up to n_predict tokens, calling
+// on_text with each complete UTF-8 piece as it is produced. Stops at EOS.
+// Throws if the prompt does not fit the model's context.
+GenerateStats generate(Model& model, const Tokenizer& tok, std::string_view prompt,
+                       int n_predict, Sampler& sampler,
+                       const std::function<void(const std::string&)>& on_text);
+
+struct PerplexityResult {
+  double ppl = 0, err = 0;   // exp(mean nll) and its standard error, as llama.cpp
+  int n_chunks = 0;
+  int64_t n_scored = 0;      // tokens whose log-likelihood counted
+  double seconds = 0;
+};
+
+// llama.cpp's llama-perplexity protocol: `tokens` is the whole text
+// tokenized with BOS; it is cut into chunks of n_ctx tokens, each chunk's
+// first token replaced by BOS, and the second half of each chunk scored.
+// max_chunks < 0 means all. on_chunk gets (chunk index from 1, running ppl).
+PerplexityResult perplexity(Model& model, const std::vector<int32_t>& tokens, int32_t bos,
+                            int n_ctx, int max_chunks,
+                            const std::function<void(int, double)>& on_chunk);
+
+}  // namespace tern

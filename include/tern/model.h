@@ -1,0 +1,121 @@
+// A loaded model: hyperparameters (Config), read-only tensors mapped from the
+// file (Weights) and the mutable buffers of a forward pass (RunState) are
+// kept apart, as in llama2.c. Weights point into the GGUF mapping; only the
+// exact per-row scales are copied out.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "tern/gguf.h"
+#include "tern/kernels.h"
+
+namespace tern {
+
+struct Config {
+  int dim = 0;          // embedding width
+  int hidden_dim = 0;   // FFN width
+  int n_layers = 0;
+  int n_heads = 0;
+  int n_kv_heads = 0;
+  int head_dim = 0;     // dim / n_heads unless the file says otherwise
+  int vocab_size = 0;
+  int context_length = 0;  // trained context; the default KV cache size
+  float rope_theta = 10000.0f;
+  float norm_eps = 1e-5f;
+  ActMode act_mode = ActMode::Float;  // how ternary linears see their input
+  gguf::TensorType weight_type = gguf::TensorType::TQ2_0;
+  bool tied_output = false;  // lm_head shares token_embd
+
+  int q_dim() const { return n_heads * head_dim; }
+  int kv_dim() const { return n_kv_heads * head_dim; }
+};
+
+// A float matrix [rows x cols] kept in the file's F32 or F16.
+struct FloatMatrix {
+  gguf::TensorType type = gguf::TensorType::F32;
+  int64_t rows = 0, cols = 0;
+  const void* data = nullptr;
+  void row(int64_t r, float* out) const;  // dequantize one row
+};
+
+// A ternary linear y = W x with its exact f32 row scales.
+struct Linear {
+  TernaryMatrix w;
+  std::vector<float> scales;  // [w.rows]
+};
+
+struct LayerWeights {
+  const float* attn_norm = nullptr;  // [dim]
+  Linear wq;                         // [q_dim x dim], rows interleaved for RoPE
+  Linear wk;                         // [kv_dim x dim]
+  Linear wv;                         // [kv_dim x dim]
+  Linear wo;                         // [dim x q_dim]
+  const float* ffn_norm = nullptr;   // [dim]
+  Linear w_gate;                     // [hidden_dim x dim]
+  Linear w_up;                       // [hidden_dim x dim]
+  Linear w_down;                     // [dim x hidden_dim]
+};
+
+struct Weights {
+  FloatMatrix token_embd;             // [vocab x dim]
+  std::vector<LayerWeights> layers;   // [n_layers]
+  const float* output_norm = nullptr; // [dim]
+  FloatMatrix output;                 // [vocab x dim]; token_embd when tied
+};
+
+// Buffers for a batch of up to `max_batch` tokens and a KV cache of
+// `max_seq` positions.
+struct RunState {
+  int max_batch = 0, max_seq = 0;
+  std::vector<float> x;        // [max_batch][dim] residual stream
+  std::vector<float> xb;       // [max_batch][dim] normed input of a block
+  std::vector<float> xb2;      // [max_batch][max(dim, q_dim)] attention output
+  std::vector<float> q;        // [max_batch][q_dim]
+  std::vector<float> k;        // [max_batch][kv_dim]
+  std::vector<float> v;        // [max_batch][kv_dim]
+  std::vector<float> hb;       // [max_batch][hidden_dim] gate, then silu(gate)*up
+  std::vector<float> hb2;      // [max_batch][hidden_dim] up
+  std::vector<float> att;      // [n_threads][max_seq] attention scores
+  std::vector<int8_t> xq;      // [max_batch][max(dim, q_dim, hidden_dim)] int8 input
+  std::vector<float> xq_scale; // [max_batch] 127 / absmax per token
+  std::vector<int32_t> isum;   // [max_batch][max(q_dim, hidden_dim, dim)] int8-mode sums
+  std::vector<float> logits;   // [n][vocab] of the last forward() (grows on demand)
+  std::vector<float> key_cache;    // [n_layers][max_seq][kv_dim]
+  std::vector<float> value_cache;  // [n_layers][max_seq][kv_dim]
+};
+
+class Model {
+ public:
+  // Maps and validates the file; throws tern::Error "path: problem".
+  static std::unique_ptr<Model> load(const std::string& path);
+
+  const Config& config() const { return config_; }
+  const Weights& weights() const { return weights_; }
+  const gguf::File& file() const { return file_; }
+
+  // Sizes the run state: a KV cache of `max_seq` positions (0: the trained
+  // context) and batches of up to `max_batch` tokens.
+  void reset(int max_seq = 0, int max_batch = 64);
+  int max_seq() const { return state_.max_seq; }
+
+  // Runs tokens at positions pos .. pos+n-1 (the KV cache must hold the
+  // earlier positions). Returns logits [n][vocab] when all_logits, else
+  // only the last token's [vocab]. Throws if pos + n exceeds the cache.
+  std::span<const float> forward(std::span<const int32_t> tokens, int pos, bool all_logits);
+
+ private:
+  explicit Model(gguf::File f) : file_(std::move(f)) {}
+  // logits: [n][vocab] (or [1][vocab] with last_only); null skips the head.
+  void forward_batch(const int32_t* tokens, int n, int pos, float* logits, bool last_only);
+  void linear(const Linear& l, const float* x, int n, int in_dim, float* y);
+
+  gguf::File file_;
+  Config config_;
+  Weights weights_;
+  RunState state_;
+};
+
+}  // namespace tern

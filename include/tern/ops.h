@@ -1,0 +1,37 @@
+// The float operations of a Llama block, each on one token vector. They are
+// small and obviously correct on purpose: tests compare them with naive
+// versions, and the forward pass composes them.
+#pragma once
+#include <cstdint>
+
+namespace tern::ops {
+
+// out[i] = x[i] / sqrt(mean(x^2) + eps) * w[i]
+void rmsnorm(float* out, const float* x, const float* w, int n, float eps);
+
+// Rotates adjacent pairs (x[2i], x[2i+1]) of every head by pos * theta^(-2i/head_dim):
+// llama.cpp's "normal" RoPE, which the packer's q/k row permutation targets.
+void rope(float* x, int n_heads, int head_dim, int pos, float theta);
+
+// In place, numerically stable (subtracts the max).
+void softmax(float* x, int n);
+
+// One query position attending causally over positions 0..n_pos-1 of the
+// cache. q: [n_heads][head_dim]; keys/values: [n_pos][n_kv_heads*head_dim];
+// out: [n_heads][head_dim]; scratch: [n_pos]. Head h reads KV head
+// h / (n_heads / n_kv_heads) (grouped-query attention).
+void attention(float* out, const float* q, const float* keys, const float* values, int n_pos,
+               int n_heads, int n_kv_heads, int head_dim, float* scratch);
+
+// gate[i] = silu(gate[i]) * up[i]
+void swiglu(float* gate, const float* up, int n);
+
+// Per-token absmax int8 quantization as BitNet b1.58 trains it:
+// s = 127 / max(max|x|, 1e-5), q = clamp(round_half_even(x * s), -128, 127).
+// Returns s.
+float quantize_int8(const float* x, int8_t* q, int n);
+
+// Plain float dot product, in index order (the float output head).
+float dot(const float* a, const float* b, int n);
+
+}  // namespace tern::ops

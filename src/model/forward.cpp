@@ -1,0 +1,173 @@
+// The forward pass over a batch of consecutive tokens. Ternary linears go
+// through the active kernel set as GEMV (one token) or GEMM (a batch); rows
+// are split among OpenMP threads here, so kernels stay single-threaded.
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "tern/error.h"
+#include "tern/model.h"
+#include "tern/ops.h"
+
+namespace tern {
+
+void Model::reset(int max_seq, int max_batch) {
+  const Config& c = config_;
+  if (max_seq <= 0) max_seq = c.context_length;
+  max_batch = std::max(1, std::min(max_batch, max_seq));
+  RunState& s = state_;
+  s.max_seq = max_seq;
+  s.max_batch = max_batch;
+  const size_t B = size_t(max_batch);
+  const size_t widest = size_t(std::max({c.dim, c.q_dim(), c.hidden_dim}));
+  s.x.assign(B * c.dim, 0.0f);
+  s.xb.assign(B * c.dim, 0.0f);
+  s.xb2.assign(B * std::max(c.dim, c.q_dim()), 0.0f);
+  s.q.assign(B * c.q_dim(), 0.0f);
+  s.k.assign(B * c.kv_dim(), 0.0f);
+  s.v.assign(B * c.kv_dim(), 0.0f);
+  s.hb.assign(B * c.hidden_dim, 0.0f);
+  s.hb2.assign(B * c.hidden_dim, 0.0f);
+  s.att.assign(size_t(omp_get_max_threads()) * max_seq, 0.0f);
+  s.xq.assign(B * widest, 0);
+  s.xq_scale.assign(B, 0.0f);
+  s.isum.assign(B * widest, 0);
+  s.logits.assign(size_t(c.vocab_size), 0.0f);
+  const size_t cache = size_t(c.n_layers) * max_seq * c.kv_dim();
+  s.key_cache.assign(cache, 0.0f);
+  s.value_cache.assign(cache, 0.0f);
+}
+
+// Quantizes the batch input once per use in int8 mode: q, k, v (and gate,
+// up) share the same input.
+static void quantize_batch(RunState& s, const float* x, int n, int in_dim) {
+  for (int i = 0; i < n; ++i)
+    s.xq_scale[size_t(i)] =
+        ops::quantize_int8(x + size_t(i) * in_dim, s.xq.data() + size_t(i) * in_dim, in_dim);
+}
+
+// y[n][rows] = W x[n][cols]. In int8 mode the input must already be in
+// state_.xq (quantize_batch).
+void Model::linear(const Linear& l, const float* x, int n, int in_dim, float* y) {
+  const KernelSet& k = active_kernels();
+  const TernaryMatrix& w = l.w;
+  const int64_t M = w.rows;
+  RunState& s = state_;
+  const bool int8 = config_.act_mode == ActMode::Int8;
+#pragma omp parallel
+  {
+    const int nt = omp_get_num_threads(), t = omp_get_thread_num();
+    const int64_t r0 = M * t / nt, r1 = M * (t + 1) / nt;
+    if (r0 < r1) {
+      if (!int8) {
+        if (n == 1) k.gemv_f32(w, x, y, r0, r1);
+        else k.gemm_f32(w, x, n, y, r0, r1);
+      } else {
+        int32_t* sums = s.isum.data();
+        if (n == 1) k.gemv_i8(w, s.xq.data(), sums, r0, r1);
+        else k.gemm_i8(w, s.xq.data(), n, sums, r0, r1);
+        for (int i = 0; i < n; ++i) {
+          const float inv = 1.0f / s.xq_scale[size_t(i)];
+          for (int64_t r = r0; r < r1; ++r)
+            y[size_t(i) * M + r] = float(sums[size_t(i) * M + r]) * (w.row_scale[r] * inv);
+        }
+      }
+    }
+  }
+  (void)in_dim;
+}
+
+std::span<const float> Model::forward(std::span<const int32_t> tokens, int pos, bool all_logits) {
+  const Config& c = config_;
+  if (tokens.empty()) throw Error("forward: no tokens");
+  if (pos < 0 || size_t(pos) + tokens.size() > size_t(state_.max_seq))
+    throw Error("context of " + std::to_string(state_.max_seq) + " tokens exceeded (" +
+                std::to_string(size_t(pos) + tokens.size()) + " needed)");
+  for (int32_t t : tokens)
+    if (t < 0 || t >= c.vocab_size)
+      throw Error("token id " + std::to_string(t) + " outside the vocabulary of " +
+                  std::to_string(c.vocab_size));
+  const size_t V = size_t(c.vocab_size), n = tokens.size(), B = size_t(state_.max_batch);
+  const size_t rows = all_logits ? n : 1;
+  if (state_.logits.size() < rows * V) state_.logits.resize(rows * V);
+  for (size_t done = 0; done < n; done += B) {
+    const size_t m = std::min(n - done, B);
+    const bool last = done + m == n;
+    // Without all_logits only the final token's row is computed, into row 0.
+    float* out = all_logits ? state_.logits.data() + done * V : last ? state_.logits.data() : nullptr;
+    forward_batch(tokens.data() + done, int(m), pos + int(done), out, !all_logits);
+  }
+  return {state_.logits.data(), rows * V};
+}
+
+void Model::forward_batch(const int32_t* tokens, int n, int pos, float* logits, bool last_only) {
+  const Config& c = config_;
+  const Weights& w = weights_;
+  RunState& s = state_;
+  const int D = c.dim, QD = c.q_dim(), KV = c.kv_dim(), H = c.hidden_dim;
+  const bool int8 = c.act_mode == ActMode::Int8;
+
+  for (int i = 0; i < n; ++i) w.token_embd.row(tokens[i], s.x.data() + size_t(i) * D);
+
+  for (int l = 0; l < c.n_layers; ++l) {
+    const LayerWeights& L = w.layers[size_t(l)];
+    float* kc = s.key_cache.data() + size_t(l) * s.max_seq * KV;
+    float* vc = s.value_cache.data() + size_t(l) * s.max_seq * KV;
+
+    for (int i = 0; i < n; ++i)
+      ops::rmsnorm(s.xb.data() + size_t(i) * D, s.x.data() + size_t(i) * D, L.attn_norm, D,
+                   c.norm_eps);
+    if (int8) quantize_batch(s, s.xb.data(), n, D);
+    linear(L.wq, s.xb.data(), n, D, s.q.data());
+    linear(L.wk, s.xb.data(), n, D, s.k.data());
+    linear(L.wv, s.xb.data(), n, D, s.v.data());
+    for (int i = 0; i < n; ++i) {
+      ops::rope(s.q.data() + size_t(i) * QD, c.n_heads, c.head_dim, pos + i, c.rope_theta);
+      ops::rope(s.k.data() + size_t(i) * KV, c.n_kv_heads, c.head_dim, pos + i, c.rope_theta);
+      std::memcpy(kc + size_t(pos + i) * KV, s.k.data() + size_t(i) * KV, KV * sizeof(float));
+      std::memcpy(vc + size_t(pos + i) * KV, s.v.data() + size_t(i) * KV, KV * sizeof(float));
+    }
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int i = 0; i < n; ++i) {
+      float* scratch = s.att.data() + size_t(omp_get_thread_num()) * s.max_seq;
+      ops::attention(s.xb2.data() + size_t(i) * QD, s.q.data() + size_t(i) * QD, kc, vc,
+                     pos + i + 1, c.n_heads, c.n_kv_heads, c.head_dim, scratch);
+    }
+    if (int8) quantize_batch(s, s.xb2.data(), n, QD);
+    linear(L.wo, s.xb2.data(), n, QD, s.xb.data());
+    for (size_t j = 0; j < size_t(n) * D; ++j) s.x[j] += s.xb[j];
+
+    for (int i = 0; i < n; ++i)
+      ops::rmsnorm(s.xb.data() + size_t(i) * D, s.x.data() + size_t(i) * D, L.ffn_norm, D,
+                   c.norm_eps);
+    if (int8) quantize_batch(s, s.xb.data(), n, D);
+    linear(L.w_gate, s.xb.data(), n, D, s.hb.data());
+    linear(L.w_up, s.xb.data(), n, D, s.hb2.data());
+    for (int i = 0; i < n; ++i)
+      ops::swiglu(s.hb.data() + size_t(i) * H, s.hb2.data() + size_t(i) * H, H);
+    if (int8) quantize_batch(s, s.hb.data(), n, H);
+    linear(L.w_down, s.hb.data(), n, H, s.xb.data());
+    for (size_t j = 0; j < size_t(n) * D; ++j) s.x[j] += s.xb[j];
+  }
+
+  if (!logits) return;
+  const int first = last_only ? n - 1 : 0;
+  for (int i = first; i < n; ++i)
+    ops::rmsnorm(s.xb.data() + size_t(i) * D, s.x.data() + size_t(i) * D, w.output_norm, D,
+                 c.norm_eps);
+  const int64_t V = c.vocab_size;
+  // Each thread dequantizes an F16 head row once and applies it to the batch.
+#pragma omp parallel
+  {
+    std::vector<float> row(static_cast<size_t>(D));
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < V; ++r) {
+      w.output.row(r, row.data());
+      for (int i = first; i < n; ++i)
+        logits[size_t(i - first) * V + r] = ops::dot(row.data(), s.xb.data() + size_t(i) * D, D);
+    }
+  }
+}
+
+}  // namespace tern

@@ -1,0 +1,193 @@
+// Model loading: hyperparameters from GGUF metadata, tensors looked up by
+// name with type and shape checks, exact row scales recovered for every
+// ternary linear.
+#include "tern/model.h"
+
+#include <array>
+#include <cstring>
+
+#include "tern/error.h"
+#include "tern/quant.h"
+
+namespace tern {
+namespace {
+
+using gguf::TensorType;
+
+constexpr std::array kFloatTypes{TensorType::F32, TensorType::F16};
+constexpr std::array kF32{TensorType::F32};
+constexpr std::array kTernaryTypes{TensorType::TQ2_0, TensorType::TQ1_0};
+
+int hparam(const gguf::File& f, const std::string& key, int lo, int hi) {
+  const uint64_t v = f.get(key).as_uint(key);
+  if (v < uint64_t(lo) || v > uint64_t(hi))
+    throw file_error(f.path(), key + " = " + std::to_string(v) + " is out of range [" +
+                                   std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  return int(v);
+}
+
+int hparam_or(const gguf::File& f, const std::string& key, int lo, int hi, int def) {
+  return f.find(key) ? hparam(f, key, lo, hi) : def;
+}
+
+float fparam_or(const gguf::File& f, const std::string& key, float def) {
+  const gguf::Value* v = f.find(key);
+  return v ? float(v->as_float(key)) : def;
+}
+
+Config read_config(const gguf::File& f) {
+  const std::string arch = f.get("general.architecture").as_string("general.architecture");
+  if (arch != "llama")
+    throw file_error(f.path(), "unsupported architecture '" + arch + "' (tern runs 'llama')");
+  Config c;
+  c.dim = hparam(f, "llama.embedding_length", 1, 1 << 16);
+  c.hidden_dim = hparam(f, "llama.feed_forward_length", 1, 1 << 18);
+  c.n_layers = hparam(f, "llama.block_count", 1, 1024);
+  c.n_heads = hparam(f, "llama.attention.head_count", 1, 1024);
+  c.n_kv_heads = hparam_or(f, "llama.attention.head_count_kv", 1, c.n_heads, c.n_heads);
+  c.context_length = hparam(f, "llama.context_length", 1, 1 << 24);
+  c.head_dim = hparam_or(f, "llama.rope.dimension_count", 2, 1 << 12, c.dim / c.n_heads);
+  c.rope_theta = fparam_or(f, "llama.rope.freq_base", 10000.0f);
+  c.norm_eps = fparam_or(f, "llama.attention.layer_norm_rms_epsilon", 1e-5f);
+  if (c.n_heads % c.n_kv_heads != 0)
+    throw file_error(f.path(), "head_count " + std::to_string(c.n_heads) +
+                                   " is not a multiple of head_count_kv " +
+                                   std::to_string(c.n_kv_heads));
+  if (c.head_dim % 2 != 0 || c.head_dim * c.n_heads != c.dim)
+    throw file_error(f.path(), "head dimension " + std::to_string(c.head_dim) +
+                                   " does not fit embedding_length " + std::to_string(c.dim) +
+                                   " with " + std::to_string(c.n_heads) + " heads");
+  if (!(c.rope_theta > 0) || !(c.norm_eps > 0))
+    throw file_error(f.path(), "rope.freq_base and layer_norm_rms_epsilon must be positive");
+  const gguf::Value* mode = f.find("tern.activation_mode");
+  const std::string m = mode ? mode->as_string("tern.activation_mode") : "float";
+  if (m == "int8") c.act_mode = ActMode::Int8;
+  else if (m == "float") c.act_mode = ActMode::Float;
+  else throw file_error(f.path(), "tern.activation_mode '" + m + "' is not int8 or float");
+  return c;
+}
+
+FloatMatrix float_matrix(const gguf::File& f, const std::string& name, int64_t rows,
+                         int64_t cols) {
+  const std::array<uint64_t, 2> dims{uint64_t(cols), uint64_t(rows)};
+  const gguf::TensorInfo& t = f.tensor(name, kFloatTypes, dims);
+  return FloatMatrix{t.type, rows, cols, t.data};
+}
+
+const float* norm_vector(const gguf::File& f, const std::string& name, int n) {
+  const std::array<uint64_t, 1> dims{uint64_t(n)};
+  const gguf::TensorInfo& t = f.tensor(name, kF32, dims);
+  if (reinterpret_cast<uintptr_t>(t.data) % alignof(float) != 0)
+    throw file_error(f.path(), "tensor '" + name + "' is not 4-byte aligned");
+  return reinterpret_cast<const float*>(t.data);
+}
+
+// Row scales: the exact f32 values tern stored in metadata, checked against
+// the fp16 block scales llama.cpp reads; or, for files written elsewhere,
+// recovered from the block scales (one nonzero value per row).
+std::vector<float> row_scales(const gguf::File& f, const std::string& name,
+                              const TernaryMatrix& w) {
+  const int64_t nb = w.cols / QK;
+  const uint64_t rb = gguf::row_bytes(w.type, uint64_t(w.cols));
+  std::vector<uint16_t> d(static_cast<size_t>(nb));
+  std::vector<float> scales(static_cast<size_t>(w.rows));
+  const std::string key = "tern.scale." + name;
+  const gguf::Value* stored = f.find(key);
+  std::vector<float> exact;
+  if (stored) {
+    exact = stored->as_f32_array(key);
+    if (exact.size() != 1 && exact.size() != size_t(w.rows))
+      throw file_error(f.path(), key + " has " + std::to_string(exact.size()) +
+                                     " values, expected 1 or " + std::to_string(w.rows));
+  }
+  for (int64_t r = 0; r < w.rows; ++r) {
+    // Code 3 is no trit; kernels would disagree on it, so the file is refused.
+    if (w.type == TensorType::TQ2_0) {
+      const int64_t col = find_invalid_tq2_code(w.data + r * rb, w.cols);
+      if (col >= 0)
+        throw file_error(f.path(), "tensor '" + name + "' row " + std::to_string(r) +
+                                       " column " + std::to_string(col) +
+                                       " holds TQ2_0 code 3, which is not a ternary value");
+    }
+    row_block_scales(w.type, w.data + r * rb, w.cols, d.data());
+    if (stored) {
+      const float s = exact.size() == 1 ? exact[0] : exact[size_t(r)];
+      const uint16_t h = f32_to_fp16(s);
+      for (int64_t b = 0; b < nb; ++b)
+        if (d[size_t(b)] != h && d[size_t(b)] != 0)
+          throw file_error(f.path(), "tensor '" + name + "' row " + std::to_string(r) +
+                                         " block scale disagrees with " + key);
+      scales[size_t(r)] = s;
+      continue;
+    }
+    uint16_t h = 0;
+    for (int64_t b = 0; b < nb; ++b) {
+      if (d[size_t(b)] == 0) continue;
+      if (h != 0 && d[size_t(b)] != h)
+        throw file_error(f.path(), "tensor '" + name + "' row " + std::to_string(r) +
+                                       " has different block scales; tern needs one scale per row");
+      h = d[size_t(b)];
+    }
+    scales[size_t(r)] = fp16_to_f32(h);
+  }
+  return scales;
+}
+
+Linear load_linear(const gguf::File& f, const std::string& name, int64_t rows, int64_t cols) {
+  const std::array<uint64_t, 2> dims{uint64_t(cols), uint64_t(rows)};
+  const gguf::TensorInfo& t = f.tensor(name, kTernaryTypes, dims);
+  Linear l;
+  l.w = TernaryMatrix{t.type, rows, cols, t.data, nullptr, nullptr};
+  l.scales = row_scales(f, name, l.w);
+  l.w.row_scale = l.scales.data();
+  return l;
+}
+
+}  // namespace
+
+void FloatMatrix::row(int64_t r, float* out) const {
+  if (type == gguf::TensorType::F32) {
+    std::memcpy(out, static_cast<const float*>(data) + r * cols, size_t(cols) * sizeof(float));
+    return;
+  }
+  const uint16_t* p = static_cast<const uint16_t*>(data) + r * cols;
+  for (int64_t i = 0; i < cols; ++i) out[i] = fp16_to_f32(p[i]);
+}
+
+std::unique_ptr<Model> Model::load(const std::string& path) {
+  std::unique_ptr<Model> m(new Model(gguf::File::open(path)));
+  const gguf::File& f = m->file_;
+  Config& c = m->config_ = read_config(f);
+  Weights& w = m->weights_;
+
+  const gguf::TensorInfo* emb = f.find_tensor("token_embd.weight");
+  if (!emb) throw file_error(path, "missing tensor 'token_embd.weight'");
+  if (emb->dims.size() != 2 || emb->dims[1] > (1u << 24))
+    throw file_error(path, "tensor 'token_embd.weight' has shape " + emb->shape_string() +
+                               ", expected [" + std::to_string(c.dim) + ", n_vocab]");
+  c.vocab_size = int(emb->dims[1]);
+  w.token_embd = float_matrix(f, "token_embd.weight", c.vocab_size, c.dim);
+
+  w.layers.resize(size_t(c.n_layers));
+  for (int l = 0; l < c.n_layers; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    LayerWeights& L = w.layers[size_t(l)];
+    L.attn_norm = norm_vector(f, p + "attn_norm.weight", c.dim);
+    L.wq = load_linear(f, p + "attn_q.weight", c.q_dim(), c.dim);
+    L.wk = load_linear(f, p + "attn_k.weight", c.kv_dim(), c.dim);
+    L.wv = load_linear(f, p + "attn_v.weight", c.kv_dim(), c.dim);
+    L.wo = load_linear(f, p + "attn_output.weight", c.dim, c.q_dim());
+    L.ffn_norm = norm_vector(f, p + "ffn_norm.weight", c.dim);
+    L.w_gate = load_linear(f, p + "ffn_gate.weight", c.hidden_dim, c.dim);
+    L.w_up = load_linear(f, p + "ffn_up.weight", c.hidden_dim, c.dim);
+    L.w_down = load_linear(f, p + "ffn_down.weight", c.dim, c.hidden_dim);
+  }
+  c.weight_type = w.layers[0].wq.w.type;
+  w.output_norm = norm_vector(f, "output_norm.weight", c.dim);
+  c.tied_output = f.find_tensor("output.weight") == nullptr;
+  w.output = c.tied_output ? w.token_embd : float_matrix(f, "output.weight", c.vocab_size, c.dim);
+  m->reset();
+  return m;
+}
+
+}  // namespace tern

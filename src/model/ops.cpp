@@ -1,0 +1,89 @@
+#include "tern/ops.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace tern::ops {
+
+void rmsnorm(float* out, const float* x, const float* w, int n, float eps) {
+  double ss = 0;
+  for (int i = 0; i < n; ++i) ss += double(x[i]) * x[i];
+  const float inv = float(1.0 / std::sqrt(ss / n + eps));
+  for (int i = 0; i < n; ++i) out[i] = x[i] * inv * w[i];
+}
+
+void rope(float* x, int n_heads, int head_dim, int pos, float theta) {
+  // Angles in double: at long positions float angle error would dominate.
+  for (int i = 0; i < head_dim / 2; ++i) {
+    const double freq = std::pow(double(theta), -2.0 * i / head_dim);
+    const double a = pos * freq;
+    const float c = float(std::cos(a)), s = float(std::sin(a));
+    for (int h = 0; h < n_heads; ++h) {
+      float* p = x + h * head_dim + 2 * i;
+      const float x0 = p[0], x1 = p[1];
+      p[0] = x0 * c - x1 * s;
+      p[1] = x0 * s + x1 * c;
+    }
+  }
+}
+
+void softmax(float* x, int n) {
+  const float mx = *std::max_element(x, x + n);
+  double sum = 0;
+  for (int i = 0; i < n; ++i) {
+    x[i] = std::exp(x[i] - mx);
+    sum += x[i];
+  }
+  const float inv = float(1.0 / sum);
+  for (int i = 0; i < n; ++i) x[i] *= inv;
+}
+
+void attention(float* out, const float* q, const float* keys, const float* values, int n_pos,
+               int n_heads, int n_kv_heads, int head_dim, float* scratch) {
+  const int kv_dim = n_kv_heads * head_dim;
+  const int group = n_heads / n_kv_heads;
+  const float scale = 1.0f / std::sqrt(float(head_dim));
+  for (int h = 0; h < n_heads; ++h) {
+    const float* qh = q + h * head_dim;
+    const int kvh = h / group;
+    for (int t = 0; t < n_pos; ++t) {
+      const float* k = keys + size_t(t) * kv_dim + kvh * head_dim;
+      float s = 0;
+      for (int i = 0; i < head_dim; ++i) s += qh[i] * k[i];
+      scratch[t] = s * scale;
+    }
+    softmax(scratch, n_pos);
+    float* o = out + h * head_dim;
+    std::fill(o, o + head_dim, 0.0f);
+    for (int t = 0; t < n_pos; ++t) {
+      const float* v = values + size_t(t) * kv_dim + kvh * head_dim;
+      const float a = scratch[t];
+      for (int i = 0; i < head_dim; ++i) o[i] += a * v[i];
+    }
+  }
+}
+
+void swiglu(float* gate, const float* up, int n) {
+  for (int i = 0; i < n; ++i) {
+    const float g = gate[i];
+    gate[i] = g / (1.0f + std::exp(-g)) * up[i];
+  }
+}
+
+float quantize_int8(const float* x, int8_t* q, int n) {
+  float amax = 0;
+  for (int i = 0; i < n; ++i) amax = std::max(amax, std::fabs(x[i]));
+  const float s = 127.0f / std::max(amax, 1e-5f);
+  // nearbyint rounds half to even under the default mode, like torch.round.
+  for (int i = 0; i < n; ++i)
+    q[i] = int8_t(std::clamp(std::nearbyint(x[i] * s), -128.0f, 127.0f));
+  return s;
+}
+
+float dot(const float* a, const float* b, int n) {
+  float s = 0;
+  for (int i = 0; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+
+}  // namespace tern::ops

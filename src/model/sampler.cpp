@@ -1,0 +1,59 @@
+#include <algorithm>
+#include <cmath>
+
+#include "tern/generate.h"
+
+namespace tern {
+
+Sampler::Sampler(const SamplerParams& p) : p_(p), state_(p.seed) {}
+
+double Sampler::uniform() {
+  // splitmix64: tiny, portable, and identical everywhere (unlike <random>
+  // distributions, whose output the standard leaves to the implementation).
+  uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z ^= z >> 31;
+  return double(z >> 11) * 0x1.0p-53;
+}
+
+int32_t Sampler::sample(std::span<const float> logits) {
+  const int n = int(logits.size());
+  if (p_.temp <= 0) return int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
+  cand_.resize(size_t(n));
+  for (int i = 0; i < n; ++i) cand_[size_t(i)] = {logits[size_t(i)], i};
+  // Ties broken by id so the order never depends on the sort implementation.
+  auto better = [](const auto& a, const auto& b) {
+    return a.first > b.first || (a.first == b.first && a.second < b.second);
+  };
+  const int k = p_.top_k > 0 ? std::min(p_.top_k, n) : n;
+  std::partial_sort(cand_.begin(), cand_.begin() + k, cand_.end(), better);
+  cand_.resize(size_t(k));
+  std::vector<double> prob(static_cast<size_t>(k));
+  double sum = 0;
+  for (int i = 0; i < k; ++i) {
+    prob[size_t(i)] = std::exp(double(cand_[size_t(i)].first - cand_[0].first) / p_.temp);
+    sum += prob[size_t(i)];
+  }
+  int keep = k;
+  if (p_.top_p < 1.0f) {
+    double cum = 0;
+    for (int i = 0; i < k; ++i) {
+      cum += prob[size_t(i)] / sum;
+      if (cum >= p_.top_p) {
+        keep = i + 1;
+        break;
+      }
+    }
+  }
+  double kept = 0;
+  for (int i = 0; i < keep; ++i) kept += prob[size_t(i)];
+  double u = uniform() * kept;
+  for (int i = 0; i < keep; ++i) {
+    u -= prob[size_t(i)];
+    if (u < 0) return cand_[size_t(i)].second;
+  }
+  return cand_[size_t(keep - 1)].second;
+}
+
+}  // namespace tern

@@ -1,0 +1,147 @@
+// Whole-model tests: a tiny checkpoint made by tests/tools/make_tiny_checkpoint.py
+// is packed by tern and run; its logits must match tests/tools/ref_forward.py,
+// an independent numpy implementation of the Hugging Face model.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <vector>
+
+#include "pack/packer.h"
+#include "support/test_env.h"
+#include "tern/error.h"
+#include "tern/generate.h"
+#include "tern/model.h"
+#include "tern/tokenizer.h"
+
+namespace fs = std::filesystem;
+using tern::test::quote;
+
+namespace {
+
+const std::vector<int32_t> kTokens{1, 17, 250, 3, 99, 400, 7, 7, 12, 300, 45, 2, 64};
+
+struct Packed {
+  std::string checkpoint, tq2, tq1;
+};
+
+// Makes (once per mode) a checkpoint and its TQ2_0 and TQ1_0 packs.
+const Packed& packed(const std::string& mode) {
+  static std::map<std::string, Packed> cache;
+  auto it = cache.find(mode);
+  if (it != cache.end()) return it->second;
+  const fs::path dir = tern::test::scratch("model-" + mode);
+  Packed p{(dir / "hf").string(), (dir / "m-tq2.gguf").string(), (dir / "m-tq1.gguf").string()};
+  const auto r = tern::test::run(tern::test::python() + " " +
+                                     quote(tern::test::source("tests/tools/make_tiny_checkpoint.py")) +
+                                     " " + quote(p.checkpoint) + " --mode " + mode + " --seed 7",
+                                 "make-" + mode);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  for (auto [type, out] : {std::pair{tern::gguf::TensorType::TQ2_0, p.tq2},
+                           std::pair{tern::gguf::TensorType::TQ1_0, p.tq1}}) {
+    tern::pack::PackOptions o;
+    o.input_dir = p.checkpoint;
+    o.output_path = out;
+    o.type = type;
+    tern::pack::pack_checkpoint(o);
+  }
+  return cache[mode] = p;
+}
+
+std::vector<float> reference_logits(const std::string& checkpoint, const std::string& mode) {
+  std::string csv;
+  for (int32_t t : kTokens) csv += (csv.empty() ? "" : ",") + std::to_string(t);
+  const std::string out = (tern::test::scratch("model-" + mode) / "ref.bin").string();
+  const auto r = tern::test::run(tern::test::python() + " " +
+                                     quote(tern::test::source("tests/tools/ref_forward.py")) + " " +
+                                     quote(checkpoint) + " " + csv + " " + quote(out),
+                                 "ref-" + mode);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  std::ifstream in(out, std::ios::binary | std::ios::ate);
+  std::vector<float> logits(size_t(in.tellg()) / sizeof(float));
+  in.seekg(0);
+  in.read(reinterpret_cast<char*>(logits.data()), std::streamsize(logits.size() * sizeof(float)));
+  return logits;
+}
+
+std::vector<float> tern_logits(const std::string& path) {
+  auto m = tern::Model::load(path);
+  auto s = m->forward(kTokens, 0, true);
+  return {s.begin(), s.end()};
+}
+
+// max |a - b| relative to max |b|: logits near zero make per-element
+// relative error meaningless.
+double rel_error(const std::vector<float>& a, const std::vector<float>& b) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    num = std::max(num, std::fabs(double(a[i]) - b[i]));
+    den = std::max(den, std::fabs(double(b[i])));
+  }
+  return num / den;
+}
+
+class WholeModel : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(WholeModel, LogitsMatchIndependentReference) {
+  const Packed& p = packed(GetParam());
+  const auto ref = reference_logits(p.checkpoint, GetParam());
+  const auto got = tern_logits(p.tq2);
+  ASSERT_EQ(got.size(), ref.size());
+  EXPECT_LT(rel_error(got, ref), 1e-4);
+}
+
+TEST_P(WholeModel, Tq2AndTq1GiveIdenticalLogits) {
+  const Packed& p = packed(GetParam());
+  EXPECT_EQ(tern_logits(p.tq2), tern_logits(p.tq1));
+}
+
+TEST_P(WholeModel, IncrementalDecodingMatchesOneBatch) {
+  const Packed& p = packed(GetParam());
+  auto m = tern::Model::load(p.tq2);
+  const auto batch = tern_logits(p.tq2);
+  const size_t V = size_t(m->config().vocab_size);
+  for (size_t i = 0; i < kTokens.size(); ++i) {
+    auto s = m->forward(std::span<const int32_t>(&kTokens[i], 1), int(i), false);
+    std::vector<float> one(s.begin(), s.end()), want(batch.begin() + i * V, batch.begin() + (i + 1) * V);
+    EXPECT_LT(rel_error(one, want), 1e-5) << "position " << i;
+  }
+}
+
+TEST_P(WholeModel, GreedyGenerationIsDeterministic) {
+  const Packed& p = packed(GetParam());
+  auto once = [&] {
+    auto m = tern::Model::load(p.tq2);
+    tern::Tokenizer tok(m->file());
+    tern::Sampler s({0.0f, 40, 0.95f, 1});
+    std::string text;
+    tern::generate(*m, tok, "In the beginning", 24, s, [&](const std::string& t) { text += t; });
+    return text;
+  };
+  const std::string a = once();
+  EXPECT_EQ(a, once());
+}
+
+INSTANTIATE_TEST_SUITE_P(ActivationModes, WholeModel, ::testing::Values("bitnet", "ternary"),
+                         [](const auto& info) { return info.param == "bitnet" ? "Int8" : "Float"; });
+
+TEST(ModelLoad, ReportsActivationModeFromFile) {
+  EXPECT_EQ(tern::Model::load(packed("bitnet").tq2)->config().act_mode, tern::ActMode::Int8);
+  EXPECT_EQ(tern::Model::load(packed("ternary").tq1)->config().act_mode, tern::ActMode::Float);
+}
+
+TEST(ModelLoad, ContextOverflowIsAnError) {
+  auto m = tern::Model::load(packed("ternary").tq2);
+  m->reset(4);
+  const std::vector<int32_t> five{1, 2, 3, 4, 5};
+  EXPECT_THROW(m->forward(five, 0, false), tern::Error);
+}
+
+TEST(ModelLoad, TokenOutsideVocabularyIsAnError) {
+  auto m = tern::Model::load(packed("ternary").tq2);
+  const std::vector<int32_t> bad{1, 1 << 20};
+  EXPECT_THROW(m->forward(bad, 0, false), tern::Error);
+}
+
+}  // namespace

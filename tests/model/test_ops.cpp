@@ -1,0 +1,123 @@
+// Every op of the forward pass against a naive version written differently
+// (double precision, complex numbers, explicit KV-head repetition).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <complex>
+#include <random>
+#include <vector>
+
+#include "tern/ops.h"
+
+namespace {
+
+std::vector<float> randv(size_t n, uint32_t seed, float scale = 1.0f) {
+  std::mt19937 g(seed);
+  std::normal_distribution<float> d(0.0f, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(g);
+  return v;
+}
+
+TEST(Ops, RmsNormMatchesNaive) {
+  const int n = 257;
+  auto x = randv(n, 1, 3.0f), w = randv(n, 2);
+  std::vector<float> out(n);
+  tern::ops::rmsnorm(out.data(), x.data(), w.data(), n, 1e-5f);
+  long double ss = 0;
+  for (float v : x) ss += (long double)v * v;
+  const long double r = 1.0L / std::sqrt(ss / n + 1e-5L);
+  for (int i = 0; i < n; ++i) EXPECT_NEAR(out[i], double(x[i] * r * w[i]), 1e-5 * std::fabs(x[i] * r * w[i]) + 1e-7);
+}
+
+TEST(Ops, RopeRotatesAdjacentPairsLikeComplexMultiplication) {
+  const int heads = 3, hd = 16, pos = 37;
+  const float theta = 10000.0f;
+  auto x = randv(heads * hd, 3);
+  auto y = x;
+  tern::ops::rope(y.data(), heads, hd, pos, theta);
+  for (int h = 0; h < heads; ++h)
+    for (int i = 0; i < hd / 2; ++i) {
+      const double ang = pos / std::pow(double(theta), 2.0 * i / hd);
+      const std::complex<double> z(x[h * hd + 2 * i], x[h * hd + 2 * i + 1]);
+      const std::complex<double> r = z * std::polar(1.0, ang);
+      EXPECT_NEAR(y[h * hd + 2 * i], r.real(), 1e-5);
+      EXPECT_NEAR(y[h * hd + 2 * i + 1], r.imag(), 1e-5);
+    }
+}
+
+TEST(Ops, RopeAtPositionZeroIsIdentity) {
+  auto x = randv(64, 4), y = x;
+  tern::ops::rope(y.data(), 2, 32, 0, 500000.0f);
+  EXPECT_EQ(x, y);
+}
+
+TEST(Ops, SoftmaxMatchesNaiveAndSurvivesLargeValues) {
+  std::vector<float> x{1000.0f, 999.0f, -5.0f, 0.0f};
+  auto y = x;
+  tern::ops::softmax(y.data(), int(y.size()));
+  double z = 0;
+  for (float v : x) z += std::exp(double(v) - 1000.0);
+  for (size_t i = 0; i < x.size(); ++i) EXPECT_NEAR(y[i], std::exp(double(x[i]) - 1000.0) / z, 1e-7);
+}
+
+TEST(Ops, GroupedQueryAttentionMatchesNaive) {
+  const int H = 8, KVH = 2, hd = 16, n_pos = 11;
+  auto q = randv(H * hd, 5), keys = randv(n_pos * KVH * hd, 6), values = randv(n_pos * KVH * hd, 7);
+  std::vector<float> out(H * hd), scratch(n_pos);
+  tern::ops::attention(out.data(), q.data(), keys.data(), values.data(), n_pos, H, KVH, hd,
+                       scratch.data());
+  for (int h = 0; h < H; ++h) {
+    const int g = h / (H / KVH);  // query heads 0-3 share KV head 0
+    std::vector<double> s(n_pos);
+    double mx = -1e300, z = 0;
+    for (int t = 0; t < n_pos; ++t) {
+      double d = 0;
+      for (int i = 0; i < hd; ++i) d += double(q[h * hd + i]) * keys[(t * KVH + g) * hd + i];
+      s[t] = d / std::sqrt(double(hd));
+      mx = std::max(mx, s[t]);
+    }
+    for (double& v : s) z += (v = std::exp(v - mx));
+    for (int i = 0; i < hd; ++i) {
+      double o = 0;
+      for (int t = 0; t < n_pos; ++t) o += s[t] / z * values[(t * KVH + g) * hd + i];
+      EXPECT_NEAR(out[h * hd + i], o, 1e-5);
+    }
+  }
+}
+
+TEST(Ops, AttentionOverOnePositionReturnsItsValue) {
+  const int H = 4, KVH = 4, hd = 8;
+  auto q = randv(H * hd, 8), k = randv(KVH * hd, 9), v = randv(KVH * hd, 10);
+  std::vector<float> out(H * hd), scratch(1);
+  tern::ops::attention(out.data(), q.data(), k.data(), v.data(), 1, H, KVH, hd, scratch.data());
+  for (int i = 0; i < H * hd; ++i) EXPECT_FLOAT_EQ(out[i], v[i]);
+}
+
+TEST(Ops, SwiGluMatchesNaive) {
+  auto g = randv(100, 11, 4.0f), u = randv(100, 12);
+  auto y = g;
+  tern::ops::swiglu(y.data(), u.data(), 100);
+  for (int i = 0; i < 100; ++i)
+    EXPECT_NEAR(y[i], double(g[i]) / (1 + std::exp(-double(g[i]))) * u[i], 1e-5);
+}
+
+TEST(Ops, Int8QuantizationIsAbsmaxWithHalfEvenRounding) {
+  // amax 127 gives scale 1, so x*s lands exactly on the .5 boundaries.
+  std::vector<float> x{127.0f, 0.5f, 1.5f, 2.5f, -0.5f, -1.5f, -127.0f, 0.49f};
+  std::vector<int8_t> q(x.size());
+  const float s = tern::ops::quantize_int8(x.data(), q.data(), int(x.size()));
+  EXPECT_FLOAT_EQ(s, 1.0f);
+  const std::vector<int8_t> want{127, 0, 2, 2, 0, -2, -127, 0};
+  EXPECT_EQ(q, want);
+}
+
+TEST(Ops, Int8QuantizationOfZerosIsFinite) {
+  std::vector<float> x(16, 0.0f);
+  std::vector<int8_t> q(16, 5);
+  const float s = tern::ops::quantize_int8(x.data(), q.data(), 16);
+  EXPECT_TRUE(std::isfinite(s));
+  for (int8_t v : q) EXPECT_EQ(v, 0);
+}
+
+}  // namespace
