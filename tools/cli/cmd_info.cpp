@@ -1,0 +1,83 @@
+#include <cstdio>
+
+#include "cli/commands.h"
+#include "tern/gguf.h"
+#include "tern/kernels.h"
+#include "tern/quant.h"
+
+namespace tern::cli {
+namespace {
+
+const char* act_name(ActMode m) { return m == ActMode::Int8 ? "int8 (per-token absmax)" : "float"; }
+
+void run_info(const std::string& path) {
+  std::unique_ptr<Model> model = Model::load(path);
+  const gguf::File& f = model->file();
+  const Config& c = model->config();
+  std::printf("file:            %s (GGUF v%u, %.2f MiB)\n", path.c_str(), f.version(),
+              double(f.file_size()) / (1 << 20));
+  if (const gguf::Value* v = f.find("general.name"))
+    std::printf("name:            %s\n", v->as_string("general.name").c_str());
+  std::printf("architecture:    llama\n");
+  std::printf("dim %d, ffn %d, layers %d, heads %d, kv heads %d, head dim %d\n", c.dim,
+              c.hidden_dim, c.n_layers, c.n_heads, c.n_kv_heads, c.head_dim);
+  std::printf("vocab %d, context %d, rope theta %g, norm eps %g, output %s\n", c.vocab_size,
+              c.context_length, double(c.rope_theta), double(c.norm_eps),
+              c.tied_output ? "tied to token_embd" : "separate");
+  std::printf("activation mode: %s\n", act_name(c.act_mode));
+  if (const gguf::Value* v = f.find("tern.scale_rule"))
+    std::printf("scale rule:      %s\n", v->as_string("tern.scale_rule").c_str());
+
+  uint64_t tern_w = 0, tern_b = 0, all_w = 0, all_b = 0;
+  std::printf("\n%-28s %-6s %-16s %12s\n", "tensor", "type", "shape", "bytes");
+  for (const gguf::TensorInfo& t : f.tensors()) {
+    std::printf("%-28s %-6s %-16s %12llu\n", t.name.c_str(), gguf::traits(t.type).name,
+                t.shape_string().c_str(), static_cast<unsigned long long>(t.nbytes));
+    all_w += t.n_elements();
+    all_b += t.nbytes;
+    if (is_ternary_type(t.type)) {
+      tern_w += t.n_elements();
+      tern_b += t.nbytes;
+    }
+  }
+  std::printf("\n%llu tensors, %.2f M weights, %.3f bits/weight overall\n",
+              static_cast<unsigned long long>(f.tensors().size()), double(all_w) / 1e6,
+              8.0 * double(all_b) / double(all_w));
+  if (tern_w)
+    std::printf("ternary: %.2f M weights in %s, %.4f bits/weight\n", double(tern_w) / 1e6,
+                gguf::traits(c.weight_type).name, 8.0 * double(tern_b) / double(tern_w));
+  const CpuFeatures& cpu = cpu_features();
+  std::printf("\ncpu:             %s\n", cpu.brand.c_str());
+  std::printf("cpu features:    %s\n", cpu.summary().c_str());
+  std::printf("kernel:          %s\n", active_kernels().name);
+}
+
+}  // namespace
+
+void add_info(CLI::App& app) {
+  auto path = std::make_shared<std::string>();
+  auto kernel = std::make_shared<std::string>();
+  CLI::App* cmd = app.add_subcommand("info", "describe a model file and this CPU");
+  cmd->add_option("file", *path, "GGUF model file")->required();
+  cmd->add_option("--kernel", *kernel, "force a kernel set (see 'tern kernels')");
+  cmd->callback([path, kernel] {
+    if (!kernel->empty()) force_kernels(*kernel);
+    run_info(*path);
+  });
+}
+
+void add_kernels(CLI::App& app) {
+  auto kernel = std::make_shared<std::string>();
+  CLI::App* cmd = app.add_subcommand("kernels", "list kernel sets and which one runs");
+  cmd->add_option("--kernel", *kernel, "force a kernel set");
+  cmd->callback([kernel] {
+    if (!kernel->empty()) force_kernels(*kernel);
+    const CpuFeatures& cpu = cpu_features();
+    const KernelSet& active = active_kernels();
+    for (const KernelSet* k : all_kernel_sets())
+      std::printf("%-14s %-11s%s\n", k->name, k->available(cpu) ? "available" : "unavailable",
+                  k == &active ? " selected" : "");
+  });
+}
+
+}  // namespace tern::cli

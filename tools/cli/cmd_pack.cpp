@@ -1,0 +1,40 @@
+#include <cstdio>
+
+#include "cli/commands.h"
+#include "pack/packer.h"
+#include "tern/error.h"
+
+namespace tern::cli {
+
+void add_pack(CLI::App& app) {
+  auto o = std::make_shared<pack::PackOptions>();
+  auto type = std::make_shared<std::string>("tq2_0");
+  CLI::App* cmd = app.add_subcommand("pack", "pack a Hugging Face checkpoint into a ternary GGUF");
+  cmd->add_option("checkpoint", o->input_dir, "Hugging Face checkpoint directory")->required();
+  cmd->add_option("-o,--output", o->output_path, "output .gguf file")->required();
+  cmd->add_option("--type", *type, "tq2_0 (2 bits/weight, default) or tq1_0 (1.69)")
+      ->check(CLI::IsMember({"tq2_0", "tq1_0"}, CLI::ignore_case));
+  cmd->add_flag("--ternarize", o->force_ternarize,
+                "quantize non-ternary weights by absmean (per tensor)");
+  cmd->add_flag("--verify", o->verify, "re-read the output and check every value against the source");
+  cmd->callback([o, type] {
+    o->type = (*type == "tq1_0" || *type == "TQ1_0") ? gguf::TensorType::TQ1_0
+                                                    : gguf::TensorType::TQ2_0;
+    // Progress is the command's output; stderr stays for the one error line.
+    o->progress = [](const std::string& line) {
+      std::printf("%s\n", line.c_str());
+      std::fflush(stdout);
+    };
+    const pack::PackReport r = pack::pack_checkpoint(*o);
+    std::printf(
+                 "wrote %s: %llu tensors (%llu ternary, %.4f bits/weight), %.2f MiB, "
+                 "activations %s\n",
+                 o->output_path.c_str(), static_cast<unsigned long long>(r.n_tensors),
+                 static_cast<unsigned long long>(r.n_ternary), r.bits_per_weight_ternary,
+                 double(r.bytes_written) / (1 << 20), r.activation_mode.c_str());
+    if (o->verify)  // pack_checkpoint has already re-read and checked the output
+      std::printf("verified %s against %s\n", o->output_path.c_str(), o->input_dir.c_str());
+  });
+}
+
+}  // namespace tern::cli

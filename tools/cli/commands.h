@@ -1,0 +1,34 @@
+// Each subcommand registers its flags and a run callback; callbacks throw
+// tern::Error, and main() alone turns errors into exit codes.
+#pragma once
+#include <CLI/CLI.hpp>
+#include <memory>
+#include <string>
+
+#include "tern/model.h"
+
+namespace tern::cli {
+
+// Flags every model-running command shares.
+struct RunOptions {
+  std::string model;
+  int threads = 0;      // 0: all cores
+  std::string kernel;   // empty: best available (or TERN_KERNEL)
+  int ctx = 0;          // 0: the model's trained context
+};
+
+// Adds -m, -t, --kernel and -c to a subcommand.
+void add_run_options(CLI::App& cmd, RunOptions& o);
+// Applies threads and kernel, loads the model and sizes its context.
+std::unique_ptr<Model> open_model(const RunOptions& o);
+// The model used when -m is not given.
+std::string default_model_path();
+
+void add_generate(CLI::App& app);
+void add_perplexity(CLI::App& app);
+void add_pack(CLI::App& app);
+void add_info(CLI::App& app);
+void add_kernels(CLI::App& app);
+void add_bench(CLI::App& app);
+
+}  // namespace tern::cli

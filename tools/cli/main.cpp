@@ -1,0 +1,40 @@
+// tern: one binary, one subcommand per stage of the pipeline.
+#include <cstdio>
+#include <exception>
+
+#include "cli/commands.h"
+#include "tern/error.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"tern: ternary LLM inference on CPUs"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "tern 0.1.0");
+  tern::cli::add_generate(app);
+  tern::cli::add_perplexity(app);
+  tern::cli::add_pack(app);
+  tern::cli::add_info(app);
+  tern::cli::add_kernels(app);
+  tern::cli::add_bench(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    // One line, like every other tern error; --help has the details.
+    std::fprintf(stderr, "tern: %s\n", e.what());
+    return 2;
+  } catch (const tern::Error& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "tern: error: %s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "tern: error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
