@@ -6,6 +6,7 @@
 // with --kernel / TERN_KERNEL; `scalar` is always built and is the oracle.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -49,6 +50,10 @@ using GemmF32 = void (*)(const TernaryMatrix& w, const float* x, int64_t n, floa
 using GemmI8 = void (*)(const TernaryMatrix& w, const int8_t* q, int64_t n, int32_t* sums,
                         int64_t r0, int64_t r1);
 
+// Builds a kernel's private weight layout once, at load; the result is
+// stored in TernaryMatrix::packed and must outlive every call on w.
+using Prepare = std::shared_ptr<const void> (*)(const TernaryMatrix& w);
+
 struct KernelSet {
   const char* name;
   bool (*available)(const CpuFeatures&);
@@ -56,6 +61,7 @@ struct KernelSet {
   GemvI8 gemv_i8;
   GemmF32 gemm_f32;
   GemmI8 gemm_i8;
+  Prepare prepare = nullptr;  // null: the kernel reads the GGUF layout directly
 };
 
 // Every kernel set built into this binary, best first; scalar is last.

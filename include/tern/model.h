@@ -44,7 +44,8 @@ struct FloatMatrix {
 // A ternary linear y = W x with its exact f32 row scales.
 struct Linear {
   TernaryMatrix w;
-  std::vector<float> scales;  // [w.rows]
+  std::vector<float> scales;          // [w.rows]
+  std::shared_ptr<const void> packed;  // the kernel set's own layout, if it has one
 };
 
 struct LayerWeights {
@@ -95,6 +96,9 @@ class Model {
   const Config& config() const { return config_; }
   const Weights& weights() const { return weights_; }
   const gguf::File& file() const { return file_; }
+  // The kernel set chosen when the model was loaded; weights are prepared
+  // for it, so it stays the one this model uses.
+  const KernelSet& kernels() const { return *kernels_; }
 
   // Sizes the run state: a KV cache of `max_seq` positions (0: the trained
   // context) and batches of up to `max_batch` tokens.
@@ -113,6 +117,7 @@ class Model {
   void linear(const Linear& l, const float* x, int n, int in_dim, float* y);
 
   gguf::File file_;
+  const KernelSet* kernels_ = nullptr;
   Config config_;
   Weights weights_;
   RunState state_;

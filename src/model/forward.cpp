@@ -50,7 +50,7 @@ static void quantize_batch(RunState& s, const float* x, int n, int in_dim) {
 // y[n][rows] = W x[n][cols]. In int8 mode the input must already be in
 // state_.xq (quantize_batch).
 void Model::linear(const Linear& l, const float* x, int n, int in_dim, float* y) {
-  const KernelSet& k = active_kernels();
+  const KernelSet& k = *kernels_;
   const TernaryMatrix& w = l.w;
   const int64_t M = w.rows;
   RunState& s = state_;

@@ -156,6 +156,7 @@ void FloatMatrix::row(int64_t r, float* out) const {
 
 std::unique_ptr<Model> Model::load(const std::string& path) {
   std::unique_ptr<Model> m(new Model(gguf::File::open(path)));
+  m->kernels_ = &active_kernels();
   const gguf::File& f = m->file_;
   Config& c = m->config_ = read_config(f);
   Weights& w = m->weights_;
@@ -183,6 +184,13 @@ std::unique_ptr<Model> Model::load(const std::string& path) {
     L.w_down = load_linear(f, p + "ffn_down.weight", c.dim, c.hidden_dim);
   }
   c.weight_type = w.layers[0].wq.w.type;
+  if (m->kernels_->prepare) {
+    for (LayerWeights& L : w.layers)
+      for (Linear* l : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) {
+        l->packed = m->kernels_->prepare(l->w);
+        l->w.packed = l->packed.get();
+      }
+  }
   w.output_norm = norm_vector(f, "output_norm.weight", c.dim);
   c.tied_output = f.find_tensor("output.weight") == nullptr;
   w.output = c.tied_output ? w.token_embd : float_matrix(f, "output.weight", c.vocab_size, c.dim);

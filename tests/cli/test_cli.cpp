@@ -171,6 +171,7 @@ TEST(CliErrors, PackMissingDirectoryLeavesNoOutput) {
 TEST(CliErrors, PackNonTernaryWithoutFlagNamesTensorAndLeavesNoOutput) {
   const fs::path dir = tern::test::scratch("cli-dense");
   const std::string hf = (dir / "hf").string(), out = (dir / "dense.gguf").string();
+  fs::remove(out);  // from an earlier run of this test
   auto r = tern::test::run(tern::test::python() + " " +
                                quote(tern::test::source("tests/tools/make_tiny_checkpoint.py")) +
                                " " + quote(hf) + " --mode dense --seed 5",

@@ -31,7 +31,7 @@ void report(const char* test, int n, const std::vector<double>& secs, const Benc
   for (double r : rates) mean += r / double(rates.size());
   for (double r : rates) var += (r - mean) * (r - mean) / double(std::max<size_t>(1, rates.size() - 1));
   std::printf("%-10s %-8s %3d  %-6s %5d  %10.2f ± %.2f tok/s\n",
-              gguf::traits(m.config().weight_type).name, active_kernels().name,
+              gguf::traits(m.config().weight_type).name, m.kernels().name,
               omp_get_max_threads(), test, n, mean, std::sqrt(var));
 }
 

@@ -49,7 +49,7 @@ void run_info(const std::string& path) {
   const CpuFeatures& cpu = cpu_features();
   std::printf("\ncpu:             %s\n", cpu.brand.c_str());
   std::printf("cpu features:    %s\n", cpu.summary().c_str());
-  std::printf("kernel:          %s\n", active_kernels().name);
+  std::printf("kernel:          %s\n", model->kernels().name);
 }
 
 }  // namespace

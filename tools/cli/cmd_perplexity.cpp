@@ -42,7 +42,7 @@ void run_perplexity(PerplexityOptions o) {
   }
   std::printf("\nFinal estimate: PPL = %.4f +/- %.5f\n", r.ppl, r.err);
   std::fprintf(stderr, "tern: %s, kernel %s, %zu tokens, context %d\n",
-               model->file().path().c_str(), active_kernels().name, tokens.size(), ctx);
+               model->file().path().c_str(), model->kernels().name, tokens.size(), ctx);
   std::fprintf(stderr, "%d chunks, %lld tokens scored, %.2f s (%.1f tok/s)\n", r.n_chunks,
                static_cast<long long>(r.n_scored), r.seconds,
                double(r.n_chunks) * ctx / std::max(r.seconds, 1e-9));
