@@ -32,32 +32,46 @@ std::string join_names(bool only_available) {
   return out;
 }
 
-const KernelSet& best_available() {
+bool supports(const KernelSet& s, ActMode mode) {
+  return mode == ActMode::Float ? s.gemv_f32 && s.gemm_f32 : s.gemv_i8 && s.gemm_i8;
+}
+
+const char* mode_name(ActMode mode) { return mode == ActMode::Float ? "float" : "int8"; }
+
+const KernelSet& best_available(ActMode mode) {
   for (const KernelSet* s : all_kernel_sets())
-    if (s->available(cpu_features())) return *s;
+    if (s->available(cpu_features()) && supports(*s, mode)) return *s;
   return scalar_kernels();  // unreachable while scalar is in the table
 }
 
-// `what` names the source of the request in the error ("TERN_KERNEL=foo").
-const KernelSet& find_available(std::string_view name, const std::string& what) {
-  if (name == "auto") return best_available();
+// The set a name asks for, or nullptr for "auto". `what` names the source of
+// the request in the error ("TERN_KERNEL=foo").
+const KernelSet* find_available(std::string_view name, const std::string& what) {
+  if (name == "auto") return nullptr;
   for (const KernelSet* s : all_kernel_sets()) {
     if (name != s->name) continue;
     if (!s->available(cpu_features()))
       throw Error(what + ": kernel not supported by this CPU (available: " + join_names(true) +
                   "; CPU has: " + cpu_features().summary() + ")");
-    return *s;
+    return s;
   }
   throw Error(what + ": unknown kernel (known: " + join_names(false) + ", auto)");
 }
 
-const KernelSet& initial_choice() {
-  const char* env = std::getenv("TERN_KERNEL");
-  if (env == nullptr || *env == '\0') return best_available();
-  return find_available(env, std::string("TERN_KERNEL=") + env);
+// TERN_KERNEL, read once. If it is bad this throws and the static stays
+// uninitialized, so every call reports the error rather than falling back.
+const KernelSet* env_choice() {
+  static const KernelSet* const chosen = [] {
+    const char* env = std::getenv("TERN_KERNEL");
+    if (env == nullptr || *env == '\0') return static_cast<const KernelSet*>(nullptr);
+    return find_available(env, std::string("TERN_KERNEL=") + env);
+  }();
+  return chosen;
 }
 
-std::atomic<const KernelSet*> g_forced{nullptr};
+// force_kernels() overrides TERN_KERNEL, including with "auto".
+std::atomic<bool> g_forced{false};
+std::atomic<const KernelSet*> g_forced_set{nullptr};
 
 }  // namespace
 
@@ -70,18 +84,24 @@ std::span<const KernelSet* const> all_kernel_sets() {
   return sets;
 }
 
-const KernelSet& active_kernels() {
-  if (const KernelSet* f = g_forced.load(std::memory_order_acquire)) return *f;
-  // If TERN_KERNEL is bad this throws and the static stays uninitialized, so
-  // every call reports the error rather than silently falling back.
-  static const KernelSet& chosen = initial_choice();
-  return chosen;
+const KernelSet& active_kernels(ActMode mode) {
+  const KernelSet* want = g_forced.load(std::memory_order_acquire)
+                              ? g_forced_set.load(std::memory_order_acquire)
+                              : env_choice();
+  if (want == nullptr) return best_available(mode);
+  if (!supports(*want, mode))
+    throw Error(std::string("kernel ") + want->name + " has no " + mode_name(mode) +
+                "-activation path (use one of: " + join_names(true) + ")");
+  return *want;
 }
 
 void force_kernels(std::string_view name) {
-  const KernelSet& s = find_available(name, "kernel " + std::string(name));
-  g_forced.store(&s, std::memory_order_release);
+  const KernelSet* s = find_available(name, "kernel " + std::string(name));
+  g_forced_set.store(s, std::memory_order_release);
+  g_forced.store(true, std::memory_order_release);
 }
+
+bool kernel_supports(const KernelSet& s, ActMode mode) { return supports(s, mode); }
 
 namespace kernels_detail {
 

@@ -54,6 +54,7 @@ using GemmI8 = void (*)(const TernaryMatrix& w, const int8_t* q, int64_t n, int3
 // stored in TernaryMatrix::packed and must outlive every call on w.
 using Prepare = std::shared_ptr<const void> (*)(const TernaryMatrix& w);
 
+// A set may implement one activation mode only; the other's pointers are null.
 struct KernelSet {
   const char* name;
   bool (*available)(const CpuFeatures&);
@@ -66,11 +67,14 @@ struct KernelSet {
 
 // Every kernel set built into this binary, best first; scalar is last.
 std::span<const KernelSet* const> all_kernel_sets();
-// The set in use: the first available one, unless TERN_KERNEL (read at the
-// first call) or force_kernels() names one. Throws tern::Error if TERN_KERNEL
-// names an unknown or unavailable set ("TERN_KERNEL=foo: unknown kernel
-// (known: scalar, auto)"). An empty TERN_KERNEL or "auto" means the default.
-const KernelSet& active_kernels();
+// The set used for weights seen with `mode` activations: the first available
+// one that has that mode's functions (a set may leave the other mode's null),
+// unless TERN_KERNEL (read at the first call) or force_kernels() names one.
+// Throws tern::Error if TERN_KERNEL names an unknown or unavailable set
+// ("TERN_KERNEL=foo: unknown kernel (known: scalar, auto)"), or if the named
+// set has no path for `mode`. An empty TERN_KERNEL or "auto" means the default.
+const KernelSet& active_kernels(ActMode mode);
+bool kernel_supports(const KernelSet& s, ActMode mode);
 // Forces a kernel set by name ("auto" = best available, ignoring
 // TERN_KERNEL); throws tern::Error if unknown or unavailable here.
 void force_kernels(std::string_view name);

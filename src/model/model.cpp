@@ -156,9 +156,9 @@ void FloatMatrix::row(int64_t r, float* out) const {
 
 std::unique_ptr<Model> Model::load(const std::string& path) {
   std::unique_ptr<Model> m(new Model(gguf::File::open(path)));
-  m->kernels_ = &active_kernels();
   const gguf::File& f = m->file_;
   Config& c = m->config_ = read_config(f);
+  m->kernels_ = &active_kernels(c.act_mode);
   Weights& w = m->weights_;
 
   const gguf::TensorInfo* emb = f.find_tensor("token_embd.weight");

@@ -24,13 +24,16 @@ TEST(Dispatch, ScalarIsLastAndAlwaysAvailable) {
   std::set<std::string> names;
   for (const KernelSet* s : sets) {
     EXPECT_TRUE(names.insert(s->name).second) << "duplicate kernel name " << s->name;
-    EXPECT_TRUE(s->gemv_f32 && s->gemv_i8 && s->gemm_f32 && s->gemm_i8) << s->name;
+    // A set covers a mode whole or not at all.
+    EXPECT_EQ(bool(s->gemv_f32), bool(s->gemm_f32)) << s->name;
+    EXPECT_EQ(bool(s->gemv_i8), bool(s->gemm_i8)) << s->name;
+    EXPECT_TRUE(kernel_supports(*s, ActMode::Float) || kernel_supports(*s, ActMode::Int8)) << s->name;
   }
 }
 
 TEST(Dispatch, ForceKernels) {
   force_kernels("scalar");
-  EXPECT_EQ(&active_kernels(), &scalar_kernels());
+  EXPECT_EQ(&active_kernels(ActMode::Float), &scalar_kernels());
   try {
     force_kernels("nope");
     FAIL() << "no throw";
@@ -38,12 +41,14 @@ TEST(Dispatch, ForceKernels) {
     const std::string msg = e.what();
     EXPECT_EQ(msg.rfind("kernel nope: unknown kernel (known: scalar", 0), 0u) << msg;
   }
-  EXPECT_EQ(&active_kernels(), &scalar_kernels());  // a failed force changes nothing
+  EXPECT_EQ(&active_kernels(ActMode::Float), &scalar_kernels());  // a failed force changes nothing
   force_kernels("auto");
-  const KernelSet* best = nullptr;
-  for (const KernelSet* s : all_kernel_sets())
-    if (!best && s->available(cpu_features())) best = s;
-  EXPECT_EQ(&active_kernels(), best);
+  for (ActMode mode : {ActMode::Float, ActMode::Int8}) {
+    const KernelSet* best = nullptr;
+    for (const KernelSet* s : all_kernel_sets())
+      if (!best && s->available(cpu_features()) && kernel_supports(*s, mode)) best = s;
+    EXPECT_EQ(&active_kernels(mode), best);
+  }
 }
 
 TEST(Dispatch, EnvironmentSelectsScalar) {
@@ -51,7 +56,7 @@ TEST(Dispatch, EnvironmentSelectsScalar) {
   EXPECT_EXIT(
       {
         setenv("TERN_KERNEL", "scalar", 1);
-        std::_Exit(&active_kernels() == &scalar_kernels() ? 0 : 1);
+        std::_Exit(&active_kernels(ActMode::Float) == &scalar_kernels() ? 0 : 1);
       },
       testing::ExitedWithCode(0), "");
 }
@@ -62,7 +67,7 @@ TEST(Dispatch, EnvironmentUnknownNameThrows) {
       {
         setenv("TERN_KERNEL", "foo", 1);
         try {
-          active_kernels();
+          active_kernels(ActMode::Float);
         } catch (const Error& e) {
           std::fprintf(stderr, "%s\n", e.what());
           std::_Exit(3);
@@ -79,8 +84,8 @@ TEST(Dispatch, EnvironmentUnsetPicksBestAvailable) {
         unsetenv("TERN_KERNEL");
         const KernelSet* best = nullptr;
         for (const KernelSet* s : all_kernel_sets())
-          if (!best && s->available(cpu_features())) best = s;
-        std::_Exit(&active_kernels() == best ? 0 : 1);
+          if (!best && s->available(cpu_features()) && kernel_supports(*s, ActMode::Float)) best = s;
+        std::_Exit(&active_kernels(ActMode::Float) == best ? 0 : 1);
       },
       testing::ExitedWithCode(0), "");
 }

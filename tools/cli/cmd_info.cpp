@@ -1,6 +1,9 @@
 #include <cstdio>
+#include <string>
+#include <tuple>
 
 #include "cli/commands.h"
+#include "tern/error.h"
 #include "tern/gguf.h"
 #include "tern/kernels.h"
 #include "tern/quant.h"
@@ -73,10 +76,27 @@ void add_kernels(CLI::App& app) {
   cmd->callback([kernel] {
     if (!kernel->empty()) force_kernels(*kernel);
     const CpuFeatures& cpu = cpu_features();
-    const KernelSet& active = active_kernels();
-    for (const KernelSet* k : all_kernel_sets())
-      std::printf("%-14s %-11s%s\n", k->name, k->available(cpu) ? "available" : "unavailable",
-                  k == &active ? " selected" : "");
+    // A forced set may lack a mode; it is then selected for the other only.
+    auto chosen = [](ActMode mode) -> const KernelSet* {
+      try {
+        return &active_kernels(mode);
+      } catch (const Error&) {
+        return nullptr;
+      }
+    };
+    const KernelSet* for_float = chosen(ActMode::Float);
+    const KernelSet* for_int8 = chosen(ActMode::Int8);
+    for (const KernelSet* k : all_kernel_sets()) {
+      std::string modes, selected;
+      for (auto [mode, name, chosen] : {std::tuple{ActMode::Float, "float", for_float},
+                                        std::tuple{ActMode::Int8, "int8", for_int8}}) {
+        if (!kernel_supports(*k, mode)) continue;
+        modes += modes.empty() ? name : std::string("+") + name;
+        if (k == chosen) selected += std::string(" selected(") + name + ")";
+      }
+      std::printf("%-14s %-11s %-10s%s\n", k->name,
+                  k->available(cpu) ? "available" : "unavailable", modes.c_str(), selected.c_str());
+    }
   });
 }
 
