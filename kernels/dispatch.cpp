@@ -18,7 +18,29 @@ using SetAccessor = const KernelSet& (*)();
 // Every kernel set compiled into this binary, best first. Scalar stays last:
 // it runs everywhere, so "first available" always finds something. This is
 // the only list to edit when an ISA file is added (see kernel_sets.h).
+// TERN_KERNEL_* is defined by CMakeLists.txt for each ISA file it builds.
 constexpr SetAccessor kSetTable[] = {
+#if TERN_KERNEL_AVX512_VNNI
+    &kernels_detail::avx512_vnni_kernels,
+#endif
+#if TERN_KERNEL_AVX512_PEXT
+    &kernels_detail::avx512_pext_kernels,
+#endif
+#if TERN_KERNEL_AVX2_VNNI
+    &kernels_detail::avx2_vnni_kernels,
+#endif
+#if TERN_KERNEL_AVX2
+    &kernels_detail::avx2_kernels,
+#endif
+#if TERN_KERNEL_AVX2_TL1
+    &kernels_detail::avx2_tl1_kernels,
+#endif
+#if TERN_KERNEL_NEON_SDOT
+    &kernels_detail::neon_sdot_kernels,
+#endif
+#if TERN_KERNEL_NEON_TBL
+    &kernels_detail::neon_tbl_kernels,
+#endif
     &scalar_kernels,
 };
 

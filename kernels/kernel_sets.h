@@ -1,16 +1,17 @@
 // Internal to tern_kernels: what the kernel sets share.
 //
 // Adding a kernel set for a new ISA (say AVX2):
-//  1. Write kernels/avx2.cpp defining `const KernelSet& avx2_kernels()`, whose
+//  1. Write kernels/x86/avx2.cpp defining `const KernelSet& avx2_kernels()`
+//     in namespace tern::kernels_detail, whose
 //     `available` checks every CPUID bit it uses *and* the OS state bits
 //     (os_avx / os_avx512), and whose results match scalar_kernels() (exactly
 //     for int8, within float reassociation error for float).
-//  2. Give that file, and only it, the ISA's compiler flags in CMakeLists.txt
-//     (set_source_files_properties(kernels/avx2.cpp PROPERTIES COMPILE_OPTIONS
-//     "-mavx2;-mfma;...")): the rest of the binary must run on any x86-64, so
-//     no inline function compiled with those flags may be shared with it.
-//  3. Declare the accessor below and add it to kSetTable in dispatch.cpp,
-//     keeping the table best first with scalar last.
+//  2. Give that file, and only it, the ISA's compiler flags with a
+//     tern_isa_kernel(...) line in CMakeLists.txt: the rest of the binary must
+//     run on any CPU of the architecture, so no inline function compiled with
+//     those flags may be shared with it.
+//  3. Declare the accessor below and add it to kSetTable in dispatch.cpp under
+//     its TERN_KERNEL_* define, keeping the table best first, scalar last.
 #pragma once
 #include <cstdint>
 
@@ -23,5 +24,15 @@ namespace tern::kernels_detail {
 // 0 <= r0 <= r1 <= rows and n >= 0. Kernels call it once per call, so a
 // caller's mistake is an error message rather than a stray write.
 void check_call(const TernaryMatrix& w, ActMode mode, int64_t n, int64_t r0, int64_t r1);
+
+// One accessor per ISA file (kernels/x86/*.cpp, kernels/arm/*.cpp); declared
+// for all, defined only where CMakeLists.txt builds the file.
+const KernelSet& avx512_vnni_kernels();
+const KernelSet& avx512_pext_kernels();
+const KernelSet& avx2_vnni_kernels();
+const KernelSet& avx2_kernels();
+const KernelSet& avx2_tl1_kernels();
+const KernelSet& neon_sdot_kernels();
+const KernelSet& neon_tbl_kernels();
 
 }  // namespace tern::kernels_detail
