@@ -1,14 +1,12 @@
 // Whole-model tests: a tiny checkpoint made by tests/tools/make_tiny_checkpoint.py
-// is packed by tern and run; its logits must match tests/tools/ref_forward.py,
+// is packed by tern (the make_test_models fixture) and run; its logits must match tests/tools/ref_forward.py,
 // an independent numpy implementation of the Hugging Face model.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <fstream>
-#include <map>
 #include <vector>
 
-#include "pack/packer.h"
 #include "support/test_env.h"
 #include "tern/error.h"
 #include "tern/generate.h"
@@ -26,37 +24,22 @@ struct Packed {
   std::string checkpoint, tq2, tq1;
 };
 
-// Makes (once per mode) a checkpoint and its TQ2_0 and TQ1_0 packs.
-const Packed& packed(const std::string& mode) {
-  static std::map<std::string, Packed> cache;
-  auto it = cache.find(mode);
-  if (it != cache.end()) return it->second;
-  const fs::path dir = tern::test::scratch("model-" + mode);
-  Packed p{(dir / "hf").string(), (dir / "m-tq2.gguf").string(), (dir / "m-tq1.gguf").string()};
-  const auto r = tern::test::run(tern::test::python() + " " +
-                                     quote(tern::test::source("tests/tools/make_tiny_checkpoint.py")) +
-                                     " " + quote(p.checkpoint) + " --mode " + mode + " --seed 7",
-                                 "make-" + mode);
-  EXPECT_EQ(r.exit_code, 0) << r.err;
-  for (auto [type, out] : {std::pair{tern::gguf::TensorType::TQ2_0, p.tq2},
-                           std::pair{tern::gguf::TensorType::TQ1_0, p.tq1}}) {
-    tern::pack::PackOptions o;
-    o.input_dir = p.checkpoint;
-    o.output_path = out;
-    o.type = type;
-    tern::pack::pack_checkpoint(o);
-  }
-  return cache[mode] = p;
+// The checkpoint of a mode and its TQ2_0 and TQ1_0 packs, made by the
+// make_test_models fixture.
+Packed packed(const std::string& mode) {
+  const fs::path d = tern::test::test_models() / mode;
+  return {(d / "hf").string(), (d / "tq2_0.gguf").string(), (d / "tq1_0.gguf").string()};
 }
 
-std::vector<float> reference_logits(const std::string& checkpoint, const std::string& mode) {
+std::vector<float> reference_logits(const std::string& checkpoint) {
   std::string csv;
   for (int32_t t : kTokens) csv += (csv.empty() ? "" : ",") + std::to_string(t);
-  const std::string out = (tern::test::scratch("model-" + mode) / "ref.bin").string();
+  const fs::path dir = tern::test::test_dir();
+  const std::string out = (dir / "ref.bin").string();
   const auto r = tern::test::run(tern::test::python() + " " +
                                      quote(tern::test::source("tests/tools/ref_forward.py")) + " " +
                                      quote(checkpoint) + " " + csv + " " + quote(out),
-                                 "ref-" + mode);
+                                 "ref", dir);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   std::ifstream in(out, std::ios::binary | std::ios::ate);
   std::vector<float> logits(size_t(in.tellg()) / sizeof(float));
@@ -85,20 +68,20 @@ double rel_error(const std::vector<float>& a, const std::vector<float>& b) {
 class WholeModel : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(WholeModel, LogitsMatchIndependentReference) {
-  const Packed& p = packed(GetParam());
-  const auto ref = reference_logits(p.checkpoint, GetParam());
+  const Packed p = packed(GetParam());
+  const auto ref = reference_logits(p.checkpoint);
   const auto got = tern_logits(p.tq2);
   ASSERT_EQ(got.size(), ref.size());
   EXPECT_LT(rel_error(got, ref), 1e-4);
 }
 
 TEST_P(WholeModel, Tq2AndTq1GiveIdenticalLogits) {
-  const Packed& p = packed(GetParam());
+  const Packed p = packed(GetParam());
   EXPECT_EQ(tern_logits(p.tq2), tern_logits(p.tq1));
 }
 
 TEST_P(WholeModel, IncrementalDecodingMatchesOneBatch) {
-  const Packed& p = packed(GetParam());
+  const Packed p = packed(GetParam());
   auto m = tern::Model::load(p.tq2);
   const auto batch = tern_logits(p.tq2);
   const size_t V = size_t(m->config().vocab_size);
@@ -110,7 +93,7 @@ TEST_P(WholeModel, IncrementalDecodingMatchesOneBatch) {
 }
 
 TEST_P(WholeModel, GreedyGenerationIsDeterministic) {
-  const Packed& p = packed(GetParam());
+  const Packed p = packed(GetParam());
   auto once = [&] {
     auto m = tern::Model::load(p.tq2);
     tern::Tokenizer tok(m->file());

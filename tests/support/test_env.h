@@ -13,12 +13,25 @@
 
 namespace tern::test {
 
-inline std::filesystem::path scratch(const std::string& name) {
+// A fresh, empty directory for the running test: ctest runs every test as
+// its own process, in parallel, so no two tests may share a scratch file.
+inline std::filesystem::path test_dir() {
   const char* env = std::getenv("TERN_TEST_TMP");
-  std::filesystem::path p = std::filesystem::path(env ? env : "/tmp/tern-test") / name;
-  std::filesystem::create_directories(p);
-  return p;
+  const std::filesystem::path root =
+      env && *env ? std::filesystem::path(env) : std::filesystem::temp_directory_path() / "tern-test";
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  std::string name = std::string(info->test_suite_name()) + "." + info->name();
+  for (char& c : name)
+    if (c == '/') c = '_';
+  const std::filesystem::path dir = root / name;
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
 }
+
+// The tiny checkpoints and packs made by the make_test_models fixture:
+// <dir>/{bitnet,ternary}/{hf,tq2_0.gguf,tq1_0.gguf} and <dir>/dense/hf.
+inline std::filesystem::path test_models() { return TERN_TEST_MODELS; }
 
 inline std::string quote(const std::string& s) {
   std::string out = "'";
@@ -34,9 +47,9 @@ struct RunResult {
   std::string out, err;
 };
 
-// Runs a shell command, capturing stdout and stderr through files.
-inline RunResult run(const std::string& cmd, const std::string& tag) {
-  const std::filesystem::path dir = scratch("run");
+// Runs a shell command, capturing stdout and stderr through files in dir.
+inline RunResult run(const std::string& cmd, const std::string& tag,
+                     const std::filesystem::path& dir) {
   const std::string out = (dir / (tag + ".out")).string(), err = (dir / (tag + ".err")).string();
   const int rc = std::system((cmd + " >" + quote(out) + " 2>" + quote(err) + " </dev/null").c_str());
   auto slurp = [](const std::string& p) {
@@ -50,8 +63,9 @@ inline RunResult run(const std::string& cmd, const std::string& tag) {
   return r;
 }
 
-inline RunResult tern_cli(const std::string& args, const std::string& tag) {
-  return run(quote(TERN_EXE) + " " + args, tag);
+inline RunResult tern_cli(const std::string& args, const std::string& tag,
+                          const std::filesystem::path& dir) {
+  return run(quote(TERN_EXE) + " " + args, tag, dir);
 }
 
 inline std::string python() { return "/usr/bin/python3"; }
