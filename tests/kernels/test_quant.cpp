@@ -368,15 +368,20 @@ TEST(Fp16, NearestEvenOnAFloatSweep) {
 
 #if defined(__FLT16_MAX__)
 // The compiler's own _Float16 conversions (libgcc soft-float) as an oracle.
+#if defined(__aarch64__) && !defined(__clang__)
+using CompilerHalf = __fp16;  // g++ 12 has _Float16 only in C on aarch64
+#else
+using CompilerHalf = _Float16;
+#endif
 TEST(Fp16, MatchesCompilerFloat16) {
   for (uint64_t bits = 0; bits <= 0xffffffffull; bits += 65521) {
     const float f = std::bit_cast<float>(uint32_t(bits));
     if (std::isnan(f)) continue;
-    const _Float16 ref = static_cast<_Float16>(f);
+    const CompilerHalf ref = static_cast<CompilerHalf>(f);
     ASSERT_EQ(f32_to_fp16(f), std::bit_cast<uint16_t>(ref)) << f;
   }
   for (uint32_t h = 0; h < 0x10000; ++h) {
-    const float ref = static_cast<float>(std::bit_cast<_Float16>(uint16_t(h)));
+    const float ref = static_cast<float>(std::bit_cast<CompilerHalf>(uint16_t(h)));
     if (std::isnan(ref)) continue;
     ASSERT_EQ(std::bit_cast<uint32_t>(fp16_to_f32(uint16_t(h))), std::bit_cast<uint32_t>(ref)) << h;
   }
