@@ -1,0 +1,58 @@
+// AVX2 int8 kernels: weights are read in place (TQ2_0 and TQ1_0, no repack),
+// decoded to byte codes t + 1 in 0..2 (avx2_common.h), and multiplied with
+// vpmaddubsw (unsigned codes x signed activations -> int16 pair sums),
+// widened per block with vpmaddwd against ones. Float activations take the
+// AVX2 + FMA path of avx2_float.h.
+//
+// Exactness: a vpmaddubsw lane is c0*q0 + c1*q1 with c <= 3 (code 3 only in
+// files tern rejects) and q in [-128, 127]: |lane| <= 768. One block adds 8
+// such lanes per int16, |sum| <= 6144 < 32767, so neither the saturating
+// pair add nor the int16 adds can clip; vpmaddwd then widens to int32.
+#include "avx2_common.h"
+#include "avx2_float.h"
+
+namespace tern::kernels_detail {
+namespace {
+
+struct MaddubsDot {
+  template <int NV, bool kTq1>
+  struct Acc {
+    __m256i a[NV];
+    Acc() {
+      for (auto& x : a) x = _mm256_setzero_si256();
+    }
+  };
+  template <class A>
+  static inline void block(const __m256i c[8], const int8_t* q, A& acc, int v) {
+    __m256i p[8];
+    for (int i = 0; i < 8; ++i) p[i] = _mm256_maddubs_epi16(c[i], load32(q + 32 * i));
+    const __m256i s = _mm256_add_epi16(
+        _mm256_add_epi16(_mm256_add_epi16(p[0], p[1]), _mm256_add_epi16(p[2], p[3])),
+        _mm256_add_epi16(_mm256_add_epi16(p[4], p[5]), _mm256_add_epi16(p[6], p[7])));
+    acc.a[v] = _mm256_add_epi32(acc.a[v], _mm256_madd_epi16(s, _mm256_set1_epi16(1)));
+  }
+  template <class A>
+  static inline int32_t total(const A& acc, int v) {
+    return hsum_epi32(acc.a[v]);
+  }
+};
+
+void gemm_i8(const TernaryMatrix& w, const int8_t* q, int64_t n, int32_t* sums, int64_t r0,
+             int64_t r1) {
+  gemm_i8_driver<MaddubsDot>(w, q, n, sums, r0, r1);
+}
+
+void gemv_i8(const TernaryMatrix& w, const int8_t* q, int32_t* sums, int64_t r0, int64_t r1) {
+  gemm_i8_driver<MaddubsDot>(w, q, 1, sums, r0, r1);
+}
+
+bool available(const CpuFeatures& f) { return f.avx2 && f.fma && f.os_avx; }
+
+}  // namespace
+
+const KernelSet& avx2_kernels() {
+  static const KernelSet set{"avx2", &available, &gemv_f32_avx2, &gemv_i8, &gemm_f32_avx2, &gemm_i8};
+  return set;
+}
+
+}  // namespace tern::kernels_detail

@@ -1,0 +1,63 @@
+// AVX-VNNI int8 kernels (256-bit vpdpbusd, the VEX encoding found on Alder
+// Lake and Zen 5 without needing AVX-512): the same in-place TQ2_0/TQ1_0
+// decode as the avx2 set (avx2_common.h), but each code vector meets its 32
+// activations in one instruction that multiplies unsigned codes by signed
+// activations and adds groups of four products straight into int32. Float
+// activations take the same AVX2 + FMA path as the avx2 set (avx2_float.h).
+//
+// Exactness: a group of four products is at most 4 * 3 * 128 in magnitude,
+// and the int32 accumulators wrap, so the result is exact (see rows_i8).
+#include "avx2_common.h"
+#include "avx2_float.h"
+
+namespace tern::kernels_detail {
+namespace {
+
+struct DpbusdDot {
+  // vpdpbusd has a latency of several cycles; a single vector would chain
+  // all eight per block through one register, so it gets eight accumulators
+  // and more vectors get fewer each (they are independent of one another).
+  // TQ1_0's decode is long enough to hide the latency and needs the
+  // registers (eight accumulators there spill to the stack).
+  template <int NV, bool kTq1>
+  struct Acc {
+    static constexpr int kPer = NV == 1 ? (kTq1 ? 4 : 8) : NV == 2 ? (kTq1 ? 2 : 4) : 2;
+    __m256i a[NV][kPer];
+    Acc() {
+      for (auto& row : a)
+        for (auto& x : row) x = _mm256_setzero_si256();
+    }
+  };
+  template <class A>
+  static inline void block(const __m256i c[8], const int8_t* q, A& acc, int v) {
+    constexpr int P = A::kPer;
+    for (int i = 0; i < 8; ++i)
+      acc.a[v][i % P] = _mm256_dpbusd_avx_epi32(acc.a[v][i % P], c[i], load32(q + 32 * i));
+  }
+  template <class A>
+  static inline int32_t total(const A& acc, int v) {
+    __m256i s = acc.a[v][0];
+    for (int i = 1; i < A::kPer; ++i) s = _mm256_add_epi32(s, acc.a[v][i]);
+    return hsum_epi32(s);
+  }
+};
+
+void gemm_i8(const TernaryMatrix& w, const int8_t* q, int64_t n, int32_t* sums, int64_t r0,
+             int64_t r1) {
+  gemm_i8_driver<DpbusdDot>(w, q, n, sums, r0, r1);
+}
+
+void gemv_i8(const TernaryMatrix& w, const int8_t* q, int32_t* sums, int64_t r0, int64_t r1) {
+  gemm_i8_driver<DpbusdDot>(w, q, 1, sums, r0, r1);
+}
+
+bool available(const CpuFeatures& f) { return f.avx2 && f.fma && f.avx_vnni && f.os_avx; }
+
+}  // namespace
+
+const KernelSet& avx2_vnni_kernels() {
+  static const KernelSet set{"avx2-vnni", &available, &gemv_f32_avx2, &gemv_i8, &gemm_f32_avx2, &gemm_i8};
+  return set;
+}
+
+}  // namespace tern::kernels_detail

@@ -1,0 +1,270 @@
+// The AVX2 kernel sets (avx2, avx2-vnni, avx2-tl1) against scalar_kernels():
+// int8 sums must be equal, float results within 1e-5 of sum |x| * scale.
+// Shapes cover the smallest block count, model sizes, row counts that are no
+// multiple of any row group, and row ranges that split groups.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "tern/error.h"
+#include "tern/kernels.h"
+#include "tern/quant.h"
+
+using namespace tern;
+using gguf::TensorType;
+
+namespace {
+
+enum class Rows { Mixed, Random, Zero, Plus, Minus };
+enum class Acts { Random, Max, Min, Alternating };
+
+struct Matrix {
+  int64_t M = 0, K = 0;
+  std::vector<uint8_t> data;
+  std::vector<float> scale;
+  std::shared_ptr<const void> packed;
+  TernaryMatrix w;
+};
+
+// Rows of `Mixed` cycle through random, zero, all +1 and all -1.
+Matrix make_matrix(const KernelSet& ks, TensorType type, int64_t M, int64_t K, Rows rows,
+                   uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> trit(-1, 1);
+  std::uniform_real_distribution<float> sc(0.25f, 2.0f);
+  Matrix m;
+  m.M = M;
+  m.K = K;
+  const int64_t rb = ternary_row_bytes(type, K);
+  m.data.resize(size_t(M * rb));
+  std::vector<int8_t> t(static_cast<size_t>(K));
+  for (int64_t r = 0; r < M; ++r) {
+    Rows kind = rows == Rows::Mixed ? Rows(1 + r % 4) : rows;
+    for (auto& v : t)
+      v = kind == Rows::Random ? int8_t(trit(rng)) : kind == Rows::Plus ? 1 : kind == Rows::Minus ? -1 : 0;
+    pack_ternary_row(type, t.data(), K, f32_to_fp16(1.0f), &m.data[size_t(r * rb)]);
+    m.scale.push_back(sc(rng));
+  }
+  m.w.type = type;
+  m.w.rows = M;
+  m.w.cols = K;
+  m.w.data = m.data.data();
+  m.w.row_scale = m.scale.data();
+  if (ks.prepare) {
+    m.packed = ks.prepare(m.w);
+    m.w.packed = m.packed.get();
+  }
+  return m;
+}
+
+std::vector<int8_t> acts(int64_t n, Acts kind, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> d(-128, 127);
+  std::vector<int8_t> q(static_cast<size_t>(n));
+  for (size_t i = 0; i < q.size(); ++i)
+    q[i] = kind == Acts::Max ? 127 : kind == Acts::Min ? -128
+         : kind == Acts::Alternating ? int8_t(i % 2 ? 127 : -128) : int8_t(d(rng));
+  return q;
+}
+
+std::vector<float> floats(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(n));
+  for (auto& v : x) v = d(rng);
+  return x;
+}
+
+const KernelSet* find_set(const std::string& name) {
+  for (const KernelSet* s : all_kernel_sets())
+    if (name == s->name) return s;
+  return nullptr;
+}
+
+class Avx2Sets : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    ks_ = find_set(GetParam());
+    if (ks_ == nullptr) GTEST_SKIP() << GetParam() << " is not built into this binary";
+    if (!ks_->available(cpu_features())) GTEST_SKIP() << GetParam() << " needs a CPU feature missing here";
+    ASSERT_NE(ks_->gemv_i8, nullptr);
+    ASSERT_NE(ks_->gemm_i8, nullptr);
+  }
+  const KernelSet* ks_ = nullptr;
+};
+
+constexpr TensorType kTypes[] = {TensorType::TQ2_0, TensorType::TQ1_0};
+
+std::string describe(TensorType type, int64_t M, int64_t K, int64_t r0, int64_t r1, int64_t n) {
+  return std::string(type == TensorType::TQ1_0 ? "TQ1_0" : "TQ2_0") + " M " + std::to_string(M) +
+         " K " + std::to_string(K) + " rows [" + std::to_string(r0) + "," + std::to_string(r1) +
+         ") n " + std::to_string(n);
+}
+
+// gemm over [r0, r1) for n vectors, and gemv for the first vector, against
+// scalar; rows outside the range must keep their sentinel.
+void check_int8(const KernelSet& ks, const Matrix& m, const std::vector<int8_t>& q, int64_t n,
+                int64_t r0, int64_t r1, const std::string& what) {
+  const int32_t kSentinel = 0x5a5a5a5a;
+  std::vector<int32_t> want(size_t(n * m.M), kSentinel), got(size_t(n * m.M), kSentinel);
+  scalar_kernels().gemm_i8(m.w, q.data(), n, want.data(), r0, r1);
+  ks.gemm_i8(m.w, q.data(), n, got.data(), r0, r1);
+  for (size_t i = 0; i < want.size(); ++i)
+    ASSERT_EQ(got[i], want[i]) << ks.name << " gemm " << what << " vec " << i / m.M << " row " << i % m.M;
+  std::vector<int32_t> one(size_t(m.M), kSentinel);
+  ks.gemv_i8(m.w, q.data(), one.data(), r0, r1);
+  for (int64_t r = 0; r < m.M; ++r)
+    ASSERT_EQ(one[size_t(r)], want[size_t(r)]) << ks.name << " gemv " << what << " row " << r;
+}
+
+void check_float(const KernelSet& ks, const Matrix& m, const std::vector<float>& x, int64_t n,
+                 int64_t r0, int64_t r1, const std::string& what) {
+  std::vector<float> want(size_t(n * m.M), -7.0f), got(size_t(n * m.M), -7.0f);
+  scalar_kernels().gemm_f32(m.w, x.data(), n, want.data(), r0, r1);
+  ks.gemm_f32(m.w, x.data(), n, got.data(), r0, r1);
+  for (int64_t i = 0; i < n; ++i) {
+    // Each vector's result must not depend on the batch it came in.
+    std::vector<float> one(size_t(m.M), -7.0f);
+    ks.gemv_f32(m.w, x.data() + i * m.K, one.data(), r0, r1);
+    double mag = 0;
+    for (int64_t k = 0; k < m.K; ++k) mag += std::fabs(double(x[size_t(i * m.K + k)]));
+    for (int64_t r = 0; r < m.M; ++r) {
+      const size_t at = size_t(i * m.M + r);
+      const double tol = 1e-5 * mag * m.scale[size_t(r)];
+      if (r < r0 || r >= r1) {
+        ASSERT_EQ(got[at], -7.0f) << ks.name << " wrote outside its rows " << what;
+        continue;
+      }
+      ASSERT_NEAR(got[at], want[at], tol) << ks.name << " gemm " << what << " vec " << i << " row " << r;
+      ASSERT_EQ(std::bit_cast<uint32_t>(one[size_t(r)]), std::bit_cast<uint32_t>(got[at]))
+          << ks.name << " gemv vs gemm " << what << " vec " << i << " row " << r;
+    }
+  }
+}
+
+}  // namespace
+
+TEST_P(Avx2Sets, Int8ShapesMatchScalar) {
+  for (TensorType type : kTypes)
+    for (int64_t M : {1, 7, 33})
+      for (int64_t K : {256, 512, 768, 2560, 6912}) {
+        const uint32_t seed = uint32_t(M * 131 + K);
+        const Matrix m = make_matrix(*ks_, type, M, K, Rows::Mixed, seed);
+        for (Acts a : {Acts::Random, Acts::Max, Acts::Min, Acts::Alternating}) {
+          const auto q = acts(3 * K, a, seed + 1);
+          check_int8(*ks_, m, q, 1, 0, M, describe(type, M, K, 0, M, 1) + " acts " + std::to_string(int(a)));
+          check_int8(*ks_, m, q, 3, 0, M, describe(type, M, K, 0, M, 3) + " acts " + std::to_string(int(a)));
+        }
+      }
+}
+
+TEST_P(Avx2Sets, Int8UniformRowsAtExtremes) {
+  for (TensorType type : kTypes)
+    for (Rows rows : {Rows::Zero, Rows::Plus, Rows::Minus, Rows::Random})
+      for (int64_t K : {256, 2560}) {
+        const int64_t M = 33;
+        const Matrix m = make_matrix(*ks_, type, M, K, rows, uint32_t(K + int(rows)));
+        for (Acts a : {Acts::Max, Acts::Min, Acts::Random})
+          check_int8(*ks_, m, acts(K, a, 3), 1, 0, M,
+                     describe(type, M, K, 0, M, 1) + " rows " + std::to_string(int(rows)));
+      }
+}
+
+TEST_P(Avx2Sets, Int8RowRangesAndBatches) {
+  for (TensorType type : kTypes)
+    for (int64_t M : {7, 33, 70}) {
+      const int64_t K = 768;
+      const Matrix m = make_matrix(*ks_, type, M, K, Rows::Random, uint32_t(M));
+      const auto q = acts(5 * K, Acts::Random, uint32_t(M + 1));
+      const std::pair<int64_t, int64_t> ranges[] = {
+          {0, M}, {1, M}, {0, M - 1}, {3, 5}, {M / 2, M / 2}, {M - 1, M}, {M / 3, 2 * M / 3}};
+      for (auto [r0, r1] : ranges)
+        for (int64_t n = 1; n <= 5; ++n) check_int8(*ks_, m, q, n, r0, r1, describe(type, M, K, r0, r1, n));
+    }
+}
+
+TEST_P(Avx2Sets, FloatMatchesScalarWhenPresent) {
+  if (ks_->gemv_f32 == nullptr) GTEST_SKIP() << GetParam() << " has no float path";
+  for (TensorType type : kTypes)
+    for (int64_t M : {1, 7, 33})
+      for (int64_t K : {256, 512, 2560, 6912}) {
+        const Matrix m = make_matrix(*ks_, type, M, K, Rows::Mixed, uint32_t(M + K));
+        const auto x = floats(5 * K, uint32_t(K));
+        for (int64_t n : {1, 2, 5}) check_float(*ks_, m, x, n, 0, M, describe(type, M, K, 0, M, n));
+        check_float(*ks_, m, x, 3, M / 3, M - M / 4, describe(type, M, K, M / 3, M - M / 4, 3));
+      }
+}
+
+// TQ2_0 code 3 is no trit; loaders reject it, but a kernel handed one must
+// still agree with scalar (which reads it as +2) or refuse it at prepare.
+TEST_P(Avx2Sets, Tq2CodeThreeMatchesScalarOrIsRefused) {
+  const int64_t M = 5, K = 512;
+  Matrix m = make_matrix(scalar_kernels(), TensorType::TQ2_0, M, K, Rows::Random, 9);
+  m.data[size_t(2 * ternary_row_bytes(TensorType::TQ2_0, K) + 70)] |= 0xC0;  // row 2, block 1
+  ASSERT_GE(find_invalid_tq2_code(&m.data[size_t(2 * ternary_row_bytes(TensorType::TQ2_0, K))], K), 0);
+  if (ks_->prepare) {
+    EXPECT_THROW(ks_->prepare(m.w), Error);
+    return;
+  }
+  check_int8(*ks_, m, acts(2 * K, Acts::Random, 10), 2, 0, M, "code 3");
+  check_int8(*ks_, m, acts(K, Acts::Min, 10), 1, 0, M, "code 3, q = -128");
+  if (ks_->gemv_f32) check_float(*ks_, m, floats(2 * K, 11), 2, 0, M, "code 3");
+}
+
+TEST_P(Avx2Sets, UnpreparedMatrixIsAnError) {
+  if (ks_->prepare == nullptr) GTEST_SKIP() << GetParam() << " reads the GGUF layout directly";
+  const Matrix m = make_matrix(scalar_kernels(), TensorType::TQ2_0, 4, 256, Rows::Random, 3);
+  const auto q = acts(256, Acts::Random, 4);
+  std::vector<int32_t> s(4);
+  EXPECT_THROW(ks_->gemv_i8(m.w, q.data(), s.data(), 0, 4), Error);
+}
+
+TEST_P(Avx2Sets, BadCallsAreErrors) {
+  const Matrix m = make_matrix(*ks_, TensorType::TQ1_0, 4, 256, Rows::Random, 5);
+  const auto q = acts(256, Acts::Random, 6);
+  std::vector<int32_t> s(4);
+  EXPECT_THROW(ks_->gemv_i8(m.w, q.data(), s.data(), 0, 5), Error);
+  EXPECT_THROW(ks_->gemv_i8(m.w, q.data(), s.data(), 3, 2), Error);
+  EXPECT_THROW(ks_->gemm_i8(m.w, q.data(), -1, s.data(), 0, 4), Error);
+  TernaryMatrix bad = m.w;
+  bad.cols = 300;
+  EXPECT_THROW(ks_->gemv_i8(bad, q.data(), s.data(), 0, 4), Error);
+}
+
+INSTANTIATE_TEST_SUITE_P(Sets, Avx2Sets, ::testing::Values("avx2", "avx2-vnni", "avx2-tl1"),
+                         [](const auto& info) {
+                           std::string s = info.param;
+                           for (char& c : s)
+                             if (c == '-') c = '_';
+                           return s;
+                         });
+
+// available() must need each CPUID bit a set uses and the OS's YMM state.
+TEST(Avx2Availability, ChecksEveryFeatureAndOsState) {
+  CpuFeatures all;
+  all.avx = all.avx2 = all.fma = all.f16c = all.bmi2 = all.avx_vnni = all.os_avx = true;
+  struct Need {
+    const char* set;
+    std::vector<bool CpuFeatures::*> bits;
+  };
+  const Need needs[] = {
+      {"avx2", {&CpuFeatures::avx2, &CpuFeatures::fma, &CpuFeatures::os_avx}},
+      {"avx2-vnni", {&CpuFeatures::avx2, &CpuFeatures::fma, &CpuFeatures::avx_vnni, &CpuFeatures::os_avx}},
+      {"avx2-tl1", {&CpuFeatures::avx2, &CpuFeatures::os_avx}},
+  };
+  for (const Need& n : needs) {
+    const KernelSet* ks = find_set(n.set);
+    if (ks == nullptr) continue;
+    EXPECT_TRUE(ks->available(all)) << n.set;
+    for (auto bit : n.bits) {
+      CpuFeatures f = all;
+      f.*bit = false;
+      EXPECT_FALSE(ks->available(f)) << n.set;
+    }
+  }
+}
+
