@@ -1,0 +1,145 @@
+// Repacking into the 2-bit code layouts of code_layout.h. Runs once per
+// matrix at load (or per row group for matrices that were not prepared), so
+// it favours plainness: decode with the same unpack the scalar oracle uses,
+// then place each code.
+#include "code_layout.h"
+
+#include <algorithm>
+#include <cstring>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "kernel_sets.h"
+#include "tern/error.h"
+#include "tern/quant.h"
+
+namespace tern::kernels_detail {
+namespace {
+
+constexpr uint64_t kMagic = 0x31424b44504e5254ull;  // "TRNPDKB1"
+constexpr size_t kAlign = 64;
+
+// Leads the allocation; the codes follow at offset kAlign.
+struct Header {
+  uint64_t magic;
+  CodeLayout layout;
+  gguf::TensorType type;
+  int64_t rows, cols;
+};
+static_assert(sizeof(Header) <= kAlign, "header must fit before the aligned codes");
+
+// Five codes (code 0 most significant) as one TQ1_0-style byte.
+uint8_t base3_byte(const unsigned* codes) {
+  unsigned v = 0;
+  for (int n = 0; n < 5; ++n) v = v * 3 + codes[n];
+  return uint8_t((v * 256 + 242) / 243);
+}
+
+void place_base3_row(const int8_t* t, int64_t K, uint8_t* out) {
+  const int64_t groups = (K + 319) / 320;
+  for (int64_t g = 0; g < groups; ++g)
+    for (int64_t i = 0; i < 64; ++i) {
+      unsigned codes[5] = {0, 0, 0, 0, 0};  // past the row end: unused, any code decodes
+      for (int64_t n = 0; n < 5; ++n) {
+        const int64_t k = 320 * g + 64 * n + i;
+        if (k < K) codes[n] = unsigned(t[k] + 1);
+      }
+      out[64 * g + i] = base3_byte(codes);
+    }
+}
+
+void place_row(const int8_t* t, int64_t K, CodeLayout layout, uint8_t* out) {
+  if (layout == CodeLayout::Base3x64) return place_base3_row(t, K, out);
+  std::memset(out, 0, size_t(K / 4));
+  for (int64_t k = 0; k < K; ++k) {
+    // Code 3 (a TQ2_0 "+2", rejected by loaders) decodes to 2 and returns as 3.
+    const unsigned code = unsigned(t[k] + 1) & 3u;
+    int64_t byte = k / 4, shift = 2 * (k % 4);
+    if (layout == CodeLayout::Chunk64) {
+      const int64_t c = k / 256, j = (k % 256) / 64, i = k % 64;
+      byte = 64 * c + i;
+      shift = 2 * j;
+    }
+    out[byte] = uint8_t(out[byte] | (code << shift));
+  }
+}
+
+struct AlignedFree {
+  void operator()(const void* p) const { ::operator delete(const_cast<void*>(p), std::align_val_t(kAlign)); }
+};
+
+}  // namespace
+
+int64_t code_row_bytes(CodeLayout layout, int64_t K) {
+  return layout == CodeLayout::Base3x64 ? 64 * ((K + 319) / 320) : K / 4;
+}
+
+void pack_code_rows(const TernaryMatrix& w, CodeLayout layout, int64_t r0, int64_t r1,
+                    uint8_t* out) {
+  const int64_t K = w.cols, rb = ternary_row_bytes(w.type, K), stride = code_row_bytes(layout, K);
+  thread_local std::vector<int8_t> trits;
+  trits.resize(size_t(K));
+  for (int64_t r = r0; r < r1; ++r) {
+    unpack_ternary_row(w.type, w.data + r * rb, K, trits.data());
+    place_row(trits.data(), K, layout, out + (r - r0) * stride);
+  }
+}
+
+std::shared_ptr<const void> pack_codes(const TernaryMatrix& w, CodeLayout layout) {
+  check_call(w, ActMode::Int8, 0, 0, w.rows);
+  if (layout == CodeLayout::Base3x64 && w.type != gguf::TensorType::TQ1_0)
+    throw Error("ternary kernel prepare: the base-3 layout is for TQ1_0 weights only");
+  const int64_t row_bytes = code_row_bytes(layout, w.cols), units = row_bytes / kUnitBytes;
+  const int64_t groups = (w.rows + kRowGroup - 1) / kRowGroup;
+  const size_t bytes = size_t(groups) * kRowGroup * size_t(row_bytes);
+  void* mem = ::operator new(kAlign + bytes, std::align_val_t(kAlign));
+  std::shared_ptr<const void> owner(mem, AlignedFree{});
+  auto* h = static_cast<Header*>(mem);
+  *h = Header{kMagic, layout, w.type, w.rows, w.cols};
+  uint8_t* codes = static_cast<uint8_t*>(mem) + kAlign;
+  std::memset(codes, 0, bytes);  // the padding rows of the last group
+  std::vector<uint8_t> plain(size_t(kRowGroup * row_bytes));
+  for (int64_t g = 0; g < groups; ++g) {
+    const int64_t r0 = g * kRowGroup, r1 = std::min(w.rows, r0 + kRowGroup);
+    pack_code_rows(w, layout, r0, r1, plain.data());
+    for (int64_t r = r0; r < r1; ++r)
+      for (int64_t u = 0; u < units; ++u)
+        std::memcpy(codes + g * kRowGroup * row_bytes + u * kPackedUnitStride + (r - r0) * kUnitBytes,
+                    plain.data() + (r - r0) * row_bytes + u * kUnitBytes, kUnitBytes);
+  }
+  return owner;
+}
+
+const uint8_t* packed_row(const uint8_t* codes, CodeLayout layout, int64_t K, int64_t r) {
+  return codes + (r / kRowGroup) * kRowGroup * code_row_bytes(layout, K) + (r % kRowGroup) * kUnitBytes;
+}
+
+const uint8_t* packed_codes(const TernaryMatrix& w, CodeLayout* layout) {
+  if (w.packed == nullptr) return nullptr;
+  const auto* h = static_cast<const Header*>(w.packed);
+  if (h->magic != kMagic || h->type != w.type || h->rows != w.rows || h->cols != w.cols)
+    throw Error("ternary kernel call: matrix " + std::to_string(w.rows) + "x" +
+                std::to_string(w.cols) +
+                " was prepared by another kernel set or for another matrix");
+  *layout = h->layout;
+  return static_cast<const uint8_t*>(w.packed) + kAlign;
+}
+
+uint8_t* thread_scratch(int slot, size_t bytes) {
+  struct Buf {
+    std::unique_ptr<uint8_t[], void (*)(uint8_t*)> p{nullptr, [](uint8_t* q) {
+                                                         ::operator delete[](q, std::align_val_t(kAlign));
+                                                       }};
+    size_t size = 0;
+  };
+  thread_local Buf bufs[2];
+  Buf& b = bufs[slot & 1];
+  if (b.size < bytes) {
+    b.p.reset(static_cast<uint8_t*>(::operator new[](bytes, std::align_val_t(kAlign))));
+    b.size = bytes;
+  }
+  return b.p.get();
+}
+
+}  // namespace tern::kernels_detail

@@ -1,0 +1,291 @@
+// The AVX-512 kernel sets (avx512-vnni, avx512-pext) against the scalar
+// oracle: int8 sums must be equal, float results within 1e-5 of
+// row_scale * sum|x| (reassociation only). Every case runs both on matrices
+// repacked by the set's prepare() and on unprepared ones (rows repacked on
+// the fly), over shapes that split the 4-row groups at r0 and r1.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "../../kernels/code_layout.h"
+#include "tern/error.h"
+#include "tern/kernels.h"
+#include "tern/quant.h"
+
+using namespace tern;
+using gguf::TensorType;
+
+namespace {
+
+struct Matrix {
+  int64_t M = 0, K = 0;
+  std::vector<uint8_t> data;
+  std::vector<float> scale;
+  std::shared_ptr<const void> packed;
+  TernaryMatrix w;
+};
+
+// Rows cycle through random, all-zero, all +1, all -1 (kind 0 = mixed);
+// kinds 1..4 make every row that kind.
+Matrix make_matrix(TensorType type, int64_t M, int64_t K, uint32_t seed, int kind = 0) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> trit(-1, 1);
+  std::uniform_real_distribution<float> sc(0.25f, 2.0f);
+  Matrix m;
+  m.M = M;
+  m.K = K;
+  const int64_t rb = ternary_row_bytes(type, K);
+  m.data.resize(size_t(M * rb));
+  std::vector<int8_t> t(static_cast<size_t>(K));
+  for (int64_t r = 0; r < M; ++r) {
+    const int k = kind ? kind : int(1 + r % 4);
+    for (auto& v : t) v = int8_t(k == 1 ? trit(rng) : k == 2 ? 0 : k == 3 ? 1 : -1);
+    pack_ternary_row(type, t.data(), K, f32_to_fp16(1.0f), &m.data[size_t(r * rb)]);
+    m.scale.push_back(sc(rng));
+  }
+  m.w.type = type;
+  m.w.rows = M;
+  m.w.cols = K;
+  m.w.data = m.data.data();
+  m.w.row_scale = m.scale.data();
+  return m;
+}
+
+void prepare(Matrix& m, const KernelSet& ks) {
+  ASSERT_NE(ks.prepare, nullptr) << ks.name;
+  m.packed = ks.prepare(m.w);
+  m.w.packed = m.packed.get();
+}
+
+std::vector<float> random_floats(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(n));
+  for (auto& v : x) v = d(rng);
+  return x;
+}
+
+std::vector<int8_t> random_int8(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> d(-128, 127);
+  std::vector<int8_t> q(static_cast<size_t>(n));
+  for (auto& v : q) v = int8_t(d(rng));
+  return q;
+}
+
+const KernelSet* find_set(const char* name) {
+  for (const KernelSet* s : all_kernel_sets())
+    if (std::string(s->name) == name) return s;
+  return nullptr;
+}
+
+// The set, or a skip when this build or CPU cannot run it.
+#define REQUIRE_SET(var, name)                                                          \
+  const KernelSet* var = find_set(name);                                                \
+  if (var == nullptr) GTEST_SKIP() << name << " is not built for this architecture";   \
+  if (!var->available(cpu_features())) GTEST_SKIP() << "CPU lacks " << name << ": " \
+                                                    << cpu_features().summary()
+
+constexpr TensorType kTypes[] = {TensorType::TQ2_0, TensorType::TQ1_0};
+constexpr const char* kSets[] = {"avx512-vnni", "avx512-pext"};
+
+std::string describe(const KernelSet& ks, const Matrix& m, bool prepared) {
+  return std::string(ks.name) + " type " + std::to_string(uint32_t(m.w.type)) + " M " +
+         std::to_string(m.M) + " K " + std::to_string(m.K) + (prepared ? " prepared" : " raw");
+}
+
+// GEMM of n vectors over rows [r0, r1) against scalar; rows outside the
+// range must keep their sentinel.
+void check_gemm(const KernelSet& ks, const Matrix& m, int64_t n, int64_t r0, int64_t r1,
+                uint32_t seed, const std::string& what) {
+  const int64_t M = m.M, K = m.K;
+  if (kernel_supports(ks, ActMode::Int8)) {
+    const auto q = random_int8(n * K, seed);
+    std::vector<int32_t> want(size_t(n * M), 0x5a5a5a5a), got(size_t(n * M), 0x5a5a5a5a);
+    scalar_kernels().gemm_i8(m.w, q.data(), n, want.data(), r0, r1);
+    ks.gemm_i8(m.w, q.data(), n, got.data(), r0, r1);
+    for (size_t i = 0; i < want.size(); ++i)
+      ASSERT_EQ(got[i], want[i]) << what << " int8 n " << n << " [" << r0 << "," << r1 << ") at " << i;
+  }
+  if (kernel_supports(ks, ActMode::Float)) {
+    const auto x = random_floats(n * K, seed + 1);
+    std::vector<float> want(size_t(n * M), -7.0f), got(size_t(n * M), -7.0f);
+    scalar_kernels().gemm_f32(m.w, x.data(), n, want.data(), r0, r1);
+    ks.gemm_f32(m.w, x.data(), n, got.data(), r0, r1);
+    for (int64_t i = 0; i < n; ++i) {
+      double mag = 0;
+      for (int64_t k = 0; k < K; ++k) mag += std::fabs(x[size_t(i * K + k)]);
+      for (int64_t r = 0; r < M; ++r) {
+        const size_t at = size_t(i * M + r);
+        if (r < r0 || r >= r1) {
+          ASSERT_EQ(got[at], -7.0f) << what << " wrote row " << r << " outside range";
+          continue;
+        }
+        ASSERT_NEAR(got[at], want[at], 1e-5 * m.scale[size_t(r)] * mag)
+            << what << " float n " << n << " vec " << i << " row " << r;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+TEST(Avx512, GemvMatchesScalar) {
+  for (const char* name : kSets) {
+    SCOPED_TRACE(name);
+    const KernelSet* ks = find_set(name);
+    if (ks == nullptr || !ks->available(cpu_features())) continue;
+    for (TensorType type : kTypes)
+      for (int64_t M : {1, 7, 33})
+        for (int64_t K : {256, 512, 768, 1024, 1280, 2560, 6912})
+          for (bool prepared : {true, false}) {
+            const uint32_t seed = uint32_t(K * 31 + M * 7 + int(type));
+            Matrix m = make_matrix(type, M, K, seed);
+            if (prepared) prepare(m, *ks);
+            const std::string what = describe(*ks, m, prepared);
+            if (kernel_supports(*ks, ActMode::Int8))
+              for (int fill : {0, 127, -128}) {
+                auto q = fill ? std::vector<int8_t>(size_t(K), int8_t(fill)) : random_int8(K, seed + 1);
+                std::vector<int32_t> want(static_cast<size_t>(M)), got(static_cast<size_t>(M), 12345);
+                scalar_kernels().gemv_i8(m.w, q.data(), want.data(), 0, M);
+                ks->gemv_i8(m.w, q.data(), got.data(), 0, M);
+                for (int64_t r = 0; r < M; ++r)
+                  ASSERT_EQ(got[size_t(r)], want[size_t(r)]) << what << " q " << fill << " row " << r;
+              }
+            check_gemm(*ks, m, 1, 0, M, seed + 2, what);
+          }
+  }
+  // At least one of the sets must have run on a CPU that has AVX-512.
+  const CpuFeatures& c = cpu_features();
+  if (!(c.avx512f && c.avx512bw && c.avx512vl && c.os_avx512)) GTEST_SKIP() << "no AVX-512";
+}
+
+TEST(Avx512, GemmRowRangesSplitGroups) {
+  const std::pair<int64_t, int64_t> ranges[] = {{0, 33}, {1, 6}, {3, 30}, {5, 5}, {4, 8}, {31, 33}, {32, 33}};
+  int ran = 0;
+  for (const char* name : kSets) {
+    const KernelSet* ks = find_set(name);
+    if (ks == nullptr || !ks->available(cpu_features())) continue;
+    for (TensorType type : kTypes)
+      for (int64_t K : {768, 2560})
+        for (bool prepared : {true, false}) {
+          Matrix m = make_matrix(type, 33, K, uint32_t(K + int(type)));
+          if (prepared) prepare(m, *ks);
+          for (int64_t n = 1; n <= 5; ++n)
+            for (auto [r0, r1] : ranges) {
+              check_gemm(*ks, m, n, r0, r1, uint32_t(n * 100 + r0), describe(*ks, m, prepared));
+              ++ran;
+            }
+          check_gemm(*ks, m, 20, 3, 30, 7, describe(*ks, m, prepared) + " long batch");
+        }
+  }
+  if (ran == 0) GTEST_SKIP() << "no AVX-512 kernel set available here";
+}
+
+TEST(Avx512, GemmEqualsGemvBitForBit) {
+  for (const char* name : kSets) {
+    const KernelSet* ks = find_set(name);
+    if (ks == nullptr || !ks->available(cpu_features()) || !kernel_supports(*ks, ActMode::Float))
+      continue;
+    Matrix m = make_matrix(TensorType::TQ2_0, 9, 1024, 3);
+    prepare(m, *ks);
+    const int64_t n = 3;
+    const auto x = random_floats(n * 1024, 4);
+    std::vector<float> y(size_t(n * 9));
+    ks->gemm_f32(m.w, x.data(), n, y.data(), 0, 9);
+    for (int64_t i = 0; i < n; ++i) {
+      std::vector<float> yv(9);
+      ks->gemv_f32(m.w, x.data() + i * 1024, yv.data(), 2, 9);  // other grouping
+      for (int64_t r = 2; r < 9; ++r) EXPECT_EQ(y[size_t(i * 9 + r)], yv[size_t(r)]) << name;
+    }
+  }
+}
+
+// Sums past 2^24 in magnitude: float accumulation would round them, so the
+// pext set's int8 path must sum such rows in exact segments.
+TEST(Avx512, Int8ExactBeyondFloatMantissa) {
+  const int64_t K = 132352;  // 517 blocks; 127 * K > 2^24
+  std::vector<int8_t> q(static_cast<size_t>(K), 127);
+  q[5] = 126;  // an odd total, not representable as a float
+  int ran = 0;
+  for (const char* name : kSets) {
+    const KernelSet* ks = find_set(name);
+    if (ks == nullptr || !ks->available(cpu_features())) continue;
+    for (TensorType type : kTypes) {
+      Matrix m = make_matrix(type, 2, K, 9, 3);  // all +1
+      prepare(m, *ks);
+      int32_t s[2] = {0, 0};
+      ks->gemv_i8(m.w, q.data(), s, 0, 2);
+      EXPECT_EQ(s[0], 127 * K - 1) << name;
+      EXPECT_EQ(s[1], 127 * K - 1) << name;
+      ++ran;
+    }
+  }
+  if (ran == 0) GTEST_SKIP() << "no AVX-512 kernel set available here";
+}
+
+TEST(Avx512, RejectsForeignPreparedLayout) {
+  REQUIRE_SET(vnni, "avx512-vnni");
+  const KernelSet* pext = find_set("avx512-pext");
+  Matrix m = make_matrix(TensorType::TQ2_0, 4, 512, 1);
+  std::vector<int8_t> q(512, 1);
+  std::vector<int32_t> s(4);
+  // Prepared for a different shape.
+  Matrix other = make_matrix(TensorType::TQ2_0, 5, 512, 1);
+  prepare(other, *vnni);
+  m.w.packed = other.packed.get();
+  EXPECT_THROW(vnni->gemv_i8(m.w, q.data(), s.data(), 0, 4), Error);
+  if (pext && pext->available(cpu_features())) {
+    prepare(m, *pext);  // pext's layout handed to vnni
+    EXPECT_THROW(vnni->gemv_i8(m.w, q.data(), s.data(), 0, 4), Error);
+    prepare(m, *vnni);
+    EXPECT_THROW(pext->gemv_i8(m.w, q.data(), s.data(), 0, 4), Error);
+  }
+  EXPECT_THROW(vnni->gemv_i8(m.w, q.data(), s.data(), 0, 5), Error);  // bad range
+}
+
+TEST(Avx512, DefaultSelection) {
+  REQUIRE_SET(vnni, "avx512-vnni");
+  REQUIRE_SET(pext, "avx512-pext");
+  force_kernels("auto");
+  EXPECT_STREQ(active_kernels(ActMode::Int8).name, "avx512-vnni");
+  EXPECT_STREQ(active_kernels(ActMode::Float).name, "avx512-pext");
+}
+
+// prepare() keeps TQ1_0 in base 3, but the kernel follows the layout the
+// packed header names, so TQ1_0 repacked to 2 bits (the TQ2_0 layout, for
+// comparing the two at run time) must give the same sums.
+TEST(Avx512, Tq1AsTwoBitCodes) {
+  REQUIRE_SET(vnni, "avx512-vnni");
+  for (int64_t K : {256, 2560, 6912}) {
+    Matrix m = make_matrix(TensorType::TQ1_0, 33, K, uint32_t(K));
+    m.packed = kernels_detail::pack_codes(m.w, kernels_detail::CodeLayout::Chunk64);
+    m.w.packed = m.packed.get();
+    check_gemm(*vnni, m, 3, 1, 30, 17, "TQ1_0 as Chunk64 K " + std::to_string(K));
+  }
+  // Base 3 has no room for TQ2_0's code 3, so it is refused for TQ2_0.
+  const Matrix t2 = make_matrix(TensorType::TQ2_0, 2, 256, 1);
+  EXPECT_THROW(kernels_detail::pack_codes(t2.w, kernels_detail::CodeLayout::Base3x64), Error);
+}
+
+// TQ2_0's non-trit code 3 (loaders reject it) reads as +2 in scalar; the
+// VNNI set agrees, since it multiplies codes and subtracts sum(q). The pext
+// set counts it as +1 (its masks only know +1, 0 and -1) and is not checked.
+TEST(Avx512, VnniTq2CodeThreeCountsAsTwo) {
+  REQUIRE_SET(vnni, "avx512-vnni");
+  Matrix m = make_matrix(TensorType::TQ2_0, 5, 512, 8);
+  m.data[3] = 0xff;  // row 0: columns 3, 35, 67, 99 get code 3
+  m.data[66 + 32 + 10] |= 0xc0;  // row 0, block 1, byte 10 of its second half: column 490
+  const auto q = random_int8(512, 9);
+  for (bool prepared : {true, false}) {
+    if (prepared) prepare(m, *vnni);
+    std::vector<int32_t> want(5), got(5);
+    scalar_kernels().gemv_i8(m.w, q.data(), want.data(), 0, 5);
+    vnni->gemv_i8(m.w, q.data(), got.data(), 0, 5);
+    EXPECT_EQ(got, want) << (prepared ? "prepared" : "raw");
+  }
+}
