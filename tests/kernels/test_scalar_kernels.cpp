@@ -4,6 +4,8 @@
 // against its documented float summation order.
 #include <gtest/gtest.h>
 
+#include <memory>
+
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -90,10 +92,25 @@ float documented_order(const Matrix& m, int64_t r, const float* x) {
   return m.scale[size_t(r)] * total;
 }
 
+// The matrix as the model hands it to `ks`: with the set's own layout when
+// it has one (kept alive by `hold`).
+TernaryMatrix prepared(const KernelSet& ks, const TernaryMatrix& w,
+                       std::shared_ptr<const void>& hold) {
+  TernaryMatrix out = w;
+  if (ks.prepare) {
+    hold = ks.prepare(w);
+    out.packed = hold.get();
+  }
+  return out;
+}
+
 void check_float(const KernelSet& ks, const Matrix& m, const std::vector<float>& x,
                  const std::string& what) {
+  if (!kernel_supports(ks, ActMode::Float)) return;  // a set may implement one mode only
+  std::shared_ptr<const void> hold;
+  const TernaryMatrix w = prepared(ks, m.w, hold);
   std::vector<float> y(size_t(m.M), -7.0f);
-  ks.gemv_f32(m.w, x.data(), y.data(), 0, m.M);
+  ks.gemv_f32(w, x.data(), y.data(), 0, m.M);
   for (int64_t r = 0; r < m.M; ++r) {
     double exact = 0, mag = 0;
     for (int64_t k = 0; k < m.K; ++k) {
@@ -115,8 +132,11 @@ void check_float(const KernelSet& ks, const Matrix& m, const std::vector<float>&
 
 void check_int8(const KernelSet& ks, const Matrix& m, const std::vector<int8_t>& q,
                 const std::string& what) {
+  if (!kernel_supports(ks, ActMode::Int8)) return;
+  std::shared_ptr<const void> hold;
+  const TernaryMatrix w = prepared(ks, m.w, hold);
   std::vector<int32_t> s(size_t(m.M), 12345);
-  ks.gemv_i8(m.w, q.data(), s.data(), 0, m.M);
+  ks.gemv_i8(w, q.data(), s.data(), 0, m.M);
   for (int64_t r = 0; r < m.M; ++r) {
     int64_t exact = 0;
     for (int64_t k = 0; k < m.K; ++k)
@@ -125,10 +145,14 @@ void check_int8(const KernelSet& ks, const Matrix& m, const std::vector<int8_t>&
   }
 }
 
-std::vector<const KernelSet*> available_sets() {
+// Sets with a single activation mode are covered by their own test files
+// for the two tests that exercise both modes at once (both_modes).
+std::vector<const KernelSet*> available_sets(bool both_modes = false) {
   std::vector<const KernelSet*> out;
   for (const KernelSet* s : all_kernel_sets())
-    if (s->available(cpu_features())) out.push_back(s);
+    if (s->available(cpu_features()) &&
+        (!both_modes || (kernel_supports(*s, ActMode::Float) && kernel_supports(*s, ActMode::Int8))))
+      out.push_back(s);
   return out;
 }
 
@@ -171,22 +195,24 @@ TEST(Kernels, Int8ExtremesGiveExactTotals) {
 }
 
 TEST(Kernels, GemmMatchesGemvBitForBit) {
-  for (const KernelSet* ks : available_sets())
+  for (const KernelSet* ks : available_sets(/*both_modes=*/true))
     for (TensorType type : kTypes)
       for (int64_t n : {1, 3}) {
         const int64_t M = 7, K = 768;
         const Matrix m = make_matrix(type, M, K, Rows::Mixed, 11);
+        std::shared_ptr<const void> hold;
+        const TernaryMatrix w = prepared(*ks, m.w, hold);
         const auto x = random_floats(n * K, 12);
         const auto q = random_int8(n * K, 13);
         std::vector<float> y(static_cast<size_t>(n * M));
         std::vector<int32_t> s(static_cast<size_t>(n * M));
-        ks->gemm_f32(m.w, x.data(), n, y.data(), 0, M);
-        ks->gemm_i8(m.w, q.data(), n, s.data(), 0, M);
+        ks->gemm_f32(w, x.data(), n, y.data(), 0, M);
+        ks->gemm_i8(w, q.data(), n, s.data(), 0, M);
         for (int64_t i = 0; i < n; ++i) {
           std::vector<float> yv(static_cast<size_t>(M));
           std::vector<int32_t> sv(static_cast<size_t>(M));
-          ks->gemv_f32(m.w, x.data() + i * K, yv.data(), 0, M);
-          ks->gemv_i8(m.w, q.data() + i * K, sv.data(), 0, M);
+          ks->gemv_f32(w, x.data() + i * K, yv.data(), 0, M);
+          ks->gemv_i8(w, q.data() + i * K, sv.data(), 0, M);
           for (int64_t r = 0; r < M; ++r) {
             EXPECT_EQ(std::bit_cast<uint32_t>(y[size_t(i * M + r)]),
                       std::bit_cast<uint32_t>(yv[size_t(r)]))
@@ -199,25 +225,27 @@ TEST(Kernels, GemmMatchesGemvBitForBit) {
 
 TEST(Kernels, RowRangeWritesOnlyItsRows) {
   const uint32_t kSentinel = 0x7fc0dead;  // a NaN no kernel would produce
-  for (const KernelSet* ks : available_sets())
+  for (const KernelSet* ks : available_sets(/*both_modes=*/true))
     for (TensorType type : kTypes) {
       const int64_t M = 7, K = 512, n = 2, r0 = 2, r1 = 5;
       const Matrix m = make_matrix(type, M, K, Rows::Random, 21);
+      std::shared_ptr<const void> hold;
+      const TernaryMatrix w = prepared(*ks, m.w, hold);
       const auto x = random_floats(n * K, 22);
       const auto q = random_int8(n * K, 23);
       std::vector<float> full(static_cast<size_t>(n * M));
       std::vector<int32_t> full_i(static_cast<size_t>(n * M));
-      ks->gemm_f32(m.w, x.data(), n, full.data(), 0, M);
-      ks->gemm_i8(m.w, q.data(), n, full_i.data(), 0, M);
+      ks->gemm_f32(w, x.data(), n, full.data(), 0, M);
+      ks->gemm_i8(w, q.data(), n, full_i.data(), 0, M);
 
       std::vector<float> y(size_t(n * M), std::bit_cast<float>(kSentinel));
       std::vector<int32_t> s(size_t(n * M), 0x5a5a5a5a);
-      ks->gemm_f32(m.w, x.data(), n, y.data(), r0, r1);
-      ks->gemm_i8(m.w, q.data(), n, s.data(), r0, r1);
+      ks->gemm_f32(w, x.data(), n, y.data(), r0, r1);
+      ks->gemm_i8(w, q.data(), n, s.data(), r0, r1);
       std::vector<float> yv(size_t(M), std::bit_cast<float>(kSentinel));
       std::vector<int32_t> sv(size_t(M), 0x5a5a5a5a);
-      ks->gemv_f32(m.w, x.data(), yv.data(), r0, r1);
-      ks->gemv_i8(m.w, q.data(), sv.data(), r0, r1);
+      ks->gemv_f32(w, x.data(), yv.data(), r0, r1);
+      ks->gemv_i8(w, q.data(), sv.data(), r0, r1);
       for (int64_t i = 0; i < n; ++i)
         for (int64_t r = 0; r < M; ++r) {
           const bool inside = r >= r0 && r < r1;
@@ -234,7 +262,7 @@ TEST(Kernels, RowRangeWritesOnlyItsRows) {
         }
       // An empty range touches nothing.
       std::vector<float> none(size_t(M), std::bit_cast<float>(kSentinel));
-      ks->gemv_f32(m.w, x.data(), none.data(), 3, 3);
+      ks->gemv_f32(w, x.data(), none.data(), 3, 3);
       for (float v : none) EXPECT_EQ(std::bit_cast<uint32_t>(v), kSentinel);
     }
 }
