@@ -30,7 +30,7 @@ void report(const char* test, int n, const std::vector<double>& secs, const Benc
   for (double s : secs) rates.push_back(n / s);
   for (double r : rates) mean += r / double(rates.size());
   for (double r : rates) var += (r - mean) * (r - mean) / double(std::max<size_t>(1, rates.size() - 1));
-  std::printf("%-10s %-8s %3d  %-6s %5d  %10.2f ± %.2f tok/s\n",
+  std::printf("%-10s %-12s %3d  %-6s %5d  %10.2f ± %.2f tok/s\n",
               gguf::traits(m.config().weight_type).name, m.kernels().name,
               omp_get_max_threads(), test, n, mean, std::sqrt(var));
 }
@@ -46,7 +46,7 @@ void run_bench(const BenchOptions& o) {
     x = x * 6364136223846793005ull + 1442695040888963407ull;
     t = int32_t((x >> 33) % uint64_t(c.vocab_size));
   }
-  std::printf("%-10s %-8s %3s  %-6s %5s  %s\n", "weights", "kernel", "thr", "test", "n", "speed");
+  std::printf("%-10s %-12s %3s  %-6s %5s  %s\n", "weights", "kernel", "thr", "test", "n", "speed");
   model->forward(std::span<const int32_t>(toks.data(), 1), 0, false);  // warm-up
   if (o.n_prompt > 0) {
     std::vector<double> secs;

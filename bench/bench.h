@@ -1,0 +1,65 @@
+// Shared by the kernel benchmark's translation units: the weight matrices
+// (warm: one; DRAM-cold: a rotation over distinct copies) and the read roof.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tern/kernels.h"
+
+namespace tern::bench {
+
+// L3 size in bytes: TERN_BENCH_L3_BYTES (e.g. "32M") if set, else
+// sysconf(_SC_LEVEL3_CACHE_SIZE), else /sys/.../cpu0/cache/index3/size,
+// else 32 MiB. `source` says which one was used.
+int64_t l3_bytes(std::string* source = nullptr);
+// A working set this large cannot stay in any cache: 4 x L3.
+inline int64_t cold_bytes() { return 4 * l3_bytes(); }
+
+// Throws tern::Error if `extra` more bytes would leave too little memory for
+// the rest of the machine (the box is shared); `what` names the allocation.
+void check_fits(int64_t extra, const char* what);
+
+// The matrices one benchmark cycles through. `next` is shared by every
+// benchmark on the same copies, so a cold rotation always continues with the
+// least recently touched copy, even across Google Benchmark's repeated calls.
+struct Rotation {
+  std::vector<TernaryMatrix> mats;  // 1 (warm) or enough to exceed cold_bytes()
+  int64_t read_bytes = 0;           // weight bytes one full GEMV reads
+  bool packed = false;              // read_bytes is the prepare()d layout's size
+  size_t* next = nullptr;
+  // The matrix the next timed call uses; it is the copy least recently used.
+  const TernaryMatrix& advance() {
+    const TernaryMatrix& w = mats[*next];
+    *next = (*next + 1) % mats.size();
+    return w;
+  }
+  // The copy advance() will return last: touching it now keeps the others cold.
+  const TernaryMatrix& last() const { return mats[(*next + mats.size() - 1) % mats.size()]; }
+};
+
+// Random ternary weights [M x K] of `type` (fixed seed), in distinct 64-byte
+// aligned allocations, each prepared by `prep` if it is non-null. Copies are
+// built once per (type, M, K) and reused by later calls with the same shape;
+// a new shape frees the old copies. Throws tern::Error if the copies would
+// not fit in available memory.
+Rotation matrices(gguf::TensorType type, int64_t M, int64_t K, Prepare prep, bool cold);
+void release_matrices();
+
+// The read roof: a buffer of about cold_bytes(), read kRoofSlices-th at a
+// time in rotation (so every slice is evicted before it comes round again,
+// and a 0.1 s run still gets several iterations), summed with the widest
+// vector loads the CPU has over contiguous ranges on `threads` OpenMP
+// threads. `isa` names the code path.
+constexpr int kRoofSlices = 16;
+struct RoofBuffer {
+  const uint8_t* data = nullptr;
+  size_t bytes = 0;
+  size_t slice_bytes() const { return bytes / kRoofSlices; }
+};
+RoofBuffer roof_buffer();  // allocated and filled on first use
+void release_roof_buffer();
+uint64_t read_slice(const RoofBuffer& b, int slice, int threads, const char** isa);
+
+}  // namespace tern::bench

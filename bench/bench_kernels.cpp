@@ -1,0 +1,233 @@
+// Decode-GEMV throughput of every kernel set this CPU can run, against the
+// plain read-bandwidth roof measured by the same binary. Names:
+//   gemv/<set>/<TQ2_0|TQ1_0>/<float|int8>/<M>x<K>/threads:<T>/<warm|cold>
+//   roof/read/threads:<T>
+// (Google Benchmark appends /real_time: the work runs on OpenMP threads, so
+// wall time, not the main thread's CPU time, is what counts.)
+// bench/README.md has the commands; bench/summarize.py turns --benchmark_format=json
+// output into the markdown table of docs/PERFORMANCE.md.
+#include <benchmark/benchmark.h>
+#include <omp.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "bench.h"
+#include "tern/error.h"
+
+namespace tern::bench {
+namespace {
+
+using gguf::TensorType;
+
+struct Shape {
+  int64_t M, K;  // rows x cols
+};
+// BitNet b1.58 2B-4T, bitnet_b1_58-large, Llama3-8B: attention, gate/up, down.
+constexpr Shape kShapes[] = {
+    {2560, 2560}, {640, 2560},  {6912, 2560}, {2560, 6912},   {1536, 1536},
+    {4096, 1536}, {1536, 4096}, {4096, 4096}, {14336, 4096}, {4096, 14336},
+};
+constexpr int kThreads[] = {1, 2};
+
+struct Case {
+  const KernelSet* set;
+  TensorType type;
+  ActMode mode;
+  Shape shape;
+  int threads;
+  bool cold;
+};
+
+const char* type_name(TensorType t) { return t == TensorType::TQ2_0 ? "TQ2_0" : "TQ1_0"; }
+const char* mode_name(ActMode m) { return m == ActMode::Float ? "float" : "int8"; }
+
+// The split of src/model/forward.cpp's Model::linear: contiguous row ranges,
+// one per OpenMP thread. Returns false if a kernel threw.
+bool split_gemv(const Case& c, const TernaryMatrix& w, const float* x, const int8_t* q, float* y,
+                int32_t* sums, int* threads_seen) {
+  std::atomic<bool> ok{true};
+  const int64_t M = w.rows;
+#pragma omp parallel num_threads(c.threads)
+  {
+    const int nt = omp_get_num_threads(), t = omp_get_thread_num();
+    if (t == 0) *threads_seen = nt;
+    const int64_t r0 = M * t / nt, r1 = M * (t + 1) / nt;
+    if (r0 < r1) {
+      try {  // an exception must not leave the parallel region
+        if (c.mode == ActMode::Float) c.set->gemv_f32(w, x, y, r0, r1);
+        else c.set->gemv_i8(w, q, sums, r0, r1);
+      } catch (...) {
+        ok.store(false);
+      }
+    }
+  }
+  return ok.load();
+}
+
+void bm_gemv(benchmark::State& st, const Case& c) {
+  const int64_t M = c.shape.M, K = c.shape.K;
+  Rotation rot;
+  try {
+    rot = matrices(c.type, M, K, c.set->prepare, c.cold);
+  } catch (const std::exception& e) {
+    st.SkipWithError(e.what());
+    return;
+  }
+  std::mt19937 rng(static_cast<uint32_t>(K));
+  const auto uK = static_cast<size_t>(K), uM = static_cast<size_t>(M);
+  std::vector<float> x(uK), y(uM);
+  std::vector<int8_t> q(uK);
+  std::vector<int32_t> sums(uM);
+  std::uniform_real_distribution<float> fx(-1.0f, 1.0f);
+  std::uniform_int_distribution<int> iq(-127, 127);
+  for (auto& v : x) v = fx(rng);
+  for (auto& v : q) v = int8_t(iq(rng));
+
+  // One untimed call, on the copy the rotation reaches last, so that a
+  // kernel that rejects its input shows up as an error, not as a time.
+  try {
+    if (c.mode == ActMode::Float) c.set->gemv_f32(rot.last(), x.data(), y.data(), 0, M);
+    else c.set->gemv_i8(rot.last(), q.data(), sums.data(), 0, M);
+  } catch (const std::exception& e) {
+    st.SkipWithError(e.what());
+    return;
+  }
+  int threads_seen = 0;
+  bool ok = true;
+  for (auto _ : st) {
+    ok &= split_gemv(c, rot.advance(), x.data(), q.data(), y.data(), sums.data(), &threads_seen);
+    benchmark::DoNotOptimize(y.data());
+    benchmark::DoNotOptimize(sums.data());
+    benchmark::ClobberMemory();
+  }
+  if (!ok) {
+    st.SkipWithError("a kernel threw during the timed loop");
+    return;
+  }
+  if (threads_seen != c.threads) {
+    const std::string msg = "OpenMP gave " + std::to_string(threads_seen) + " threads, not " +
+                            std::to_string(c.threads);
+    st.SkipWithError(msg.c_str());
+    return;
+  }
+  using benchmark::Counter;
+  const double iters = double(st.iterations());
+  st.counters["GB/s"] = Counter(iters * double(rot.read_bytes) / 1e9, Counter::kIsRate, Counter::kIs1000);
+  st.counters["Gw/s"] = Counter(iters * double(M) * double(K) / 1e9, Counter::kIsRate, Counter::kIs1000);
+  st.counters["bytes"] = Counter(double(rot.read_bytes));  // weight bytes per GEMV
+  st.counters["copies"] = Counter(double(rot.mats.size()));
+  st.SetLabel(rot.packed ? "prepared layout" : "gguf layout");
+}
+
+void bm_roof(benchmark::State& st, int threads) {
+  RoofBuffer b;
+  try {
+    b = roof_buffer();
+  } catch (const std::exception& e) {
+    st.SkipWithError(e.what());
+    return;
+  }
+  const char* isa = "";
+  // Persistent, like the cold GEMV rotation: Google Benchmark calls this
+  // function several times, and each call must go on with the least recently
+  // read slice. The untimed call starts the OpenMP threads on the slice the
+  // rotation reaches last.
+  static int slice = 0;
+  read_slice(b, (slice + kRoofSlices - 1) % kRoofSlices, threads, &isa);
+  for (auto _ : st) {
+    uint64_t s = read_slice(b, slice, threads, &isa);
+    benchmark::DoNotOptimize(s);
+    slice = (slice + 1) % kRoofSlices;
+  }
+  const double iters = double(st.iterations());
+  using benchmark::Counter;
+  st.counters["GB/s"] = Counter(iters * double(b.slice_bytes()) / 1e9, Counter::kIsRate, Counter::kIs1000);
+  st.counters["bytes"] = Counter(double(b.slice_bytes()));
+  st.counters["slices"] = Counter(double(kRoofSlices));
+  st.SetLabel(std::string(isa) + " loads");
+}
+
+std::string join(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
+
+void register_all() {
+  for (int t : kThreads) {
+    const std::string name = "roof/read/threads:" + std::to_string(t);
+    benchmark::RegisterBenchmark(name.c_str(), [t](benchmark::State& st) { bm_roof(st, t); })
+        ->UseRealTime()
+        ->Unit(benchmark::kMillisecond);
+  }
+  std::vector<const KernelSet*> sets;
+  std::vector<std::string> on, off;
+  for (const KernelSet* s : all_kernel_sets()) {
+    if (s->available(cpu_features())) {
+      sets.push_back(s);
+      on.emplace_back(s->name);
+    } else {
+      off.emplace_back(s->name);
+    }
+  }
+  // Shape-major, so the sets that read the GGUF layout share one set of
+  // copies per shape and every prepared set builds its own only once.
+  for (TensorType type : {TensorType::TQ2_0, TensorType::TQ1_0})
+    for (const Shape& shape : kShapes)
+      for (const KernelSet* s : sets)
+        for (ActMode mode : {ActMode::Float, ActMode::Int8}) {
+          if (!kernel_supports(*s, mode)) continue;
+          for (int t : kThreads)
+            for (bool cold : {false, true}) {
+              const Case c{s, type, mode, shape, t, cold};
+              const std::string name = std::string("gemv/") + s->name + "/" + type_name(type) + "/" +
+                                       mode_name(mode) + "/" + std::to_string(shape.M) + "x" +
+                                       std::to_string(shape.K) + "/threads:" + std::to_string(t) +
+                                       (cold ? "/cold" : "/warm");
+              benchmark::RegisterBenchmark(name.c_str(), [c](benchmark::State& st) { bm_gemv(st, c); })
+                  ->UseRealTime()
+                  ->Unit(benchmark::kMicrosecond);
+            }
+        }
+  std::string l3_source;
+  const int64_t l3 = l3_bytes(&l3_source);
+  benchmark::AddCustomContext("tern_cpu", cpu_features().brand + " [" + cpu_features().summary() + "]");
+  benchmark::AddCustomContext("tern_l3_bytes", std::to_string(l3) + " (" + l3_source + ")");
+  benchmark::AddCustomContext("tern_cold_bytes", std::to_string(4 * l3));
+  benchmark::AddCustomContext("tern_kernel_sets", join(on));
+  benchmark::AddCustomContext("tern_kernel_sets_unavailable", off.empty() ? "none" : join(off));
+  benchmark::AddCustomContext("tern_omp_max_threads", std::to_string(omp_get_max_threads()));
+}
+
+}  // namespace
+}  // namespace tern::bench
+
+int main(int argc, char** argv) {
+  // A short default per benchmark keeps the full table to minutes; an
+  // explicit --benchmark_min_time wins.
+  std::vector<char*> args(argv, argv + argc);
+  static char default_min_time[] = "--benchmark_min_time=0.1";
+  bool has_min_time = false;
+  for (int i = 1; i < argc; ++i)
+    has_min_time |= std::strncmp(argv[i], "--benchmark_min_time", 20) == 0;
+  if (!has_min_time) args.insert(args.begin() + 1, default_min_time);
+  int n = int(args.size());
+  args.push_back(nullptr);
+  benchmark::Initialize(&n, args.data());
+  if (benchmark::ReportUnrecognizedArguments(n, args.data())) return 1;
+  try {
+    tern::bench::register_all();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tern_bench_kernels: %s\n", e.what());
+    return 1;
+  }
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

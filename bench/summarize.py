@@ -1,0 +1,125 @@
+#!/usr/bin/python3
+"""Markdown tables from tern_bench_kernels --benchmark_format=json output.
+
+usage: summarize.py [results.json]   (stdin if no file or "-")
+
+Prints the read roof per thread count, then one row per GEMV benchmark:
+GB/s of weight bytes read, G weights/s, and % of the roof at the same
+thread count measured in the same run. Rows are grouped so the kernel sets
+sit next to each other for each format, shape, mode, threads and cache state.
+With --benchmark_repetitions the median aggregate is used.
+"""
+import json
+import re
+import sys
+
+GEMV = re.compile(
+    r"^gemv/(?P<kernel>[^/]+)/(?P<format>[^/]+)/(?P<mode>[^/]+)/(?P<shape>\d+x\d+)"
+    r"/threads:(?P<threads>\d+)/(?P<cache>warm|cold)(/.*)?$")
+ROOF = re.compile(r"^roof/read/threads:(?P<threads>\d+)(/.*)?$")
+
+
+def load(path):
+    if path in (None, "-"):
+        return json.load(sys.stdin)
+    with open(path) as f:
+        return json.load(f)
+
+
+def pick_runs(benchmarks):
+    """One result per run_name: the median aggregate if there is one, else the
+    mean of its iteration rows; errors are kept as such."""
+    by_name, order = {}, []
+    for b in benchmarks:
+        name = b.get("run_name", b["name"])
+        if name not in by_name:
+            by_name[name] = {"iter": [], "median": None, "error": None}
+            order.append(name)
+        slot = by_name[name]
+        if b.get("error_occurred"):
+            slot["error"] = b.get("error_message", "error")
+        elif b.get("run_type") == "aggregate":
+            if b.get("aggregate_name") == "median":
+                slot["median"] = b
+        else:
+            slot["iter"].append(b)
+    out = []
+    for name in order:
+        slot = by_name[name]
+        if slot["error"] is not None:
+            out.append((name, None, slot["error"]))
+        elif slot["median"] is not None:
+            out.append((name, slot["median"], None))
+        elif slot["iter"]:
+            rows = slot["iter"]
+            mean = dict(rows[0])
+            for key in ("GB/s", "Gw/s"):
+                vals = [r[key] for r in rows if key in r]
+                if vals:
+                    mean[key] = sum(vals) / len(vals)
+            out.append((name, mean, None))
+    return out
+
+
+def fmt(v, digits=2):
+    return "-" if v is None else f"{v:.{digits}f}"
+
+
+def main(argv):
+    data = load(argv[1] if len(argv) > 1 else None)
+    ctx = data.get("context", {})
+    runs = pick_runs(data.get("benchmarks", []))
+
+    roof, gemv = {}, []
+    for name, b, err in runs:
+        m = ROOF.match(name)
+        if m:
+            roof[int(m["threads"])] = (b, err)
+            continue
+        m = GEMV.match(name)
+        if m:
+            gemv.append((m.groupdict(), b, err))
+
+    print(f"Run {ctx.get('date', '?')} on {ctx.get('tern_cpu', ctx.get('host_name', '?'))}, "
+          f"{ctx.get('num_cpus', '?')} CPUs; L3 {ctx.get('tern_l3_bytes', '?')}; "
+          f"cold working set > {ctx.get('tern_cold_bytes', '?')} bytes; "
+          f"load average {ctx.get('load_avg', '?')}.")
+    print(f"Kernel sets: {ctx.get('tern_kernel_sets', '?')} "
+          f"(not available here: {ctx.get('tern_kernel_sets_unavailable', '?')}).")
+    print()
+    print("| roof | threads | GB/s |")
+    print("|---|---:|---:|")
+    for t in sorted(roof):
+        b, err = roof[t]
+        label = b.get("label", "") if b else ""
+        print(f"| read ({label}) | {t} | {err or fmt(b.get('GB/s'))} |")
+    print()
+
+    def first_seen(key):
+        seen = []
+        for g, _, _ in gemv:
+            if g[key] not in seen:
+                seen.append(g[key])
+        return {v: i for i, v in enumerate(seen)}
+
+    rank = {k: first_seen(k) for k in ("format", "shape", "mode", "cache", "kernel")}
+    gemv.sort(key=lambda r: (rank["format"][r[0]["format"]], rank["shape"][r[0]["shape"]],
+                             rank["mode"][r[0]["mode"]], int(r[0]["threads"]),
+                             rank["cache"][r[0]["cache"]], rank["kernel"][r[0]["kernel"]]))
+    print("| kernel | format | mode | shape (MxK) | threads | cache | GB/s | G weights/s | % of roof |")
+    print("|---|---|---|---|---:|---|---:|---:|---:|")
+    for g, b, err in gemv:
+        head = (f"| {g['kernel']} | {g['format']} | {g['mode']} | {g['shape']} | {g['threads']} "
+                f"| {g['cache']} ")
+        if err is not None:
+            print(head + f"| error: {err} | | |")
+            continue
+        gbs, gws = b.get("GB/s"), b.get("Gw/s")
+        r = roof.get(int(g["threads"]), (None, None))[0]
+        pct = 100.0 * gbs / r["GB/s"] if r and r.get("GB/s") and gbs is not None else None
+        print(head + f"| {fmt(gbs)} | {fmt(gws)} | {fmt(pct, 0)} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
