@@ -33,7 +33,7 @@ struct Config {
   int kv_dim() const { return n_kv_heads * head_dim; }
 };
 
-// A float matrix [rows x cols] kept in the file's F32 or F16.
+// A float matrix [rows x cols] kept in the file's F32, F16 or BF16.
 struct FloatMatrix {
   gguf::TensorType type = gguf::TensorType::F32;
   int64_t rows = 0, cols = 0;

@@ -44,6 +44,8 @@ static_assert(sizeof(BlockTQ1) == 54, "TQ1_0 block must be 54 bytes");
 float fp16_to_f32(uint16_t h);
 uint16_t f32_to_fp16(float f);  // round to nearest even; overflow -> inf; NaN stays NaN
 float bf16_to_f32(uint16_t h);
+// Truncates: exact for values that came from BF16, which is all tern uses it for.
+uint16_t f32_to_bf16(float f);
 
 // Pack/unpack one row of K trits (K a positive multiple of QK, else
 // tern::Error). `trits` values are -1, 0, +1; pack throws tern::Error

@@ -14,7 +14,7 @@ namespace {
 
 using gguf::TensorType;
 
-constexpr std::array kFloatTypes{TensorType::F32, TensorType::F16};
+constexpr std::array kFloatTypes{TensorType::F32, TensorType::F16, TensorType::BF16};
 constexpr std::array kF32{TensorType::F32};
 constexpr std::array kTernaryTypes{TensorType::TQ2_0, TensorType::TQ1_0};
 
@@ -151,7 +151,10 @@ void FloatMatrix::row(int64_t r, float* out) const {
     return;
   }
   const uint16_t* p = static_cast<const uint16_t*>(data) + r * cols;
-  for (int64_t i = 0; i < cols; ++i) out[i] = fp16_to_f32(p[i]);
+  if (type == gguf::TensorType::BF16)
+    for (int64_t i = 0; i < cols; ++i) out[i] = bf16_to_f32(p[i]);
+  else
+    for (int64_t i = 0; i < cols; ++i) out[i] = fp16_to_f32(p[i]);
 }
 
 std::unique_ptr<Model> Model::load(const std::string& path) {

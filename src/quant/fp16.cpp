@@ -58,4 +58,6 @@ uint16_t f32_to_fp16(float f) {
 
 float bf16_to_f32(uint16_t h) { return std::bit_cast<float>(uint32_t(h) << 16); }
 
+uint16_t f32_to_bf16(float f) { return uint16_t(std::bit_cast<uint32_t>(f) >> 16); }
+
 }  // namespace tern

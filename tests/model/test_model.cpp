@@ -106,8 +106,11 @@ TEST_P(WholeModel, GreedyGenerationIsDeterministic) {
   EXPECT_EQ(a, once());
 }
 
-INSTANTIATE_TEST_SUITE_P(ActivationModes, WholeModel, ::testing::Values("bitnet", "ternary"),
-                         [](const auto& info) { return info.param == "bitnet" ? "Int8" : "Float"; });
+// bitnet: int8 activations; ternary: float; bf16: float with a BF16 output head.
+INSTANTIATE_TEST_SUITE_P(Checkpoints, WholeModel, ::testing::Values("bitnet", "ternary", "bf16"),
+                         [](const auto& info) {
+                           return info.param == "bitnet" ? "Int8" : info.param == "ternary" ? "Float" : "Bf16Head";
+                         });
 
 TEST(ModelLoad, ReportsActivationModeFromFile) {
   EXPECT_EQ(tern::Model::load(packed("bitnet").tq2)->config().act_mode, tern::ActMode::Int8);

@@ -184,10 +184,10 @@ TEST(Packer, BitnetScalesAndPermutedTrits) {
   }
   // The permutation really moves rows: output row 1 of q comes from source row 32.
   EXPECT_EQ(src_row(1, 256, 4), 32u);
-  // bf16 embedding chosen fp16-exact by the generator -> F16; untied lm_head is not -> F32.
+  // bf16 embedding chosen fp16-exact by the generator -> F16; untied lm_head is not -> BF16.
   ASSERT_NE(f.find_tensor("output.weight"), nullptr);
   EXPECT_EQ(f.find_tensor("token_embd.weight")->type, TensorType::F16);
-  EXPECT_EQ(f.find_tensor("output.weight")->type, TensorType::F32);
+  EXPECT_EQ(f.find_tensor("output.weight")->type, TensorType::BF16);
   EXPECT_EQ(f.tensors().back().name, "output.weight");
   EXPECT_EQ(str(f, "tern.source.dtype"), "BF16");
 }
@@ -221,13 +221,17 @@ TEST(Packer, TernaryPerRowScalesExact) {
   EXPECT_GT(o[0], 0.0f);
   auto zero_row = file_row(f, "blk.0.attn_output.weight", 1);
   EXPECT_TRUE(std::all_of(zero_row.begin(), zero_row.end(), [](int8_t t) { return t == 0; }));
-  // An untied bf16 head that fp16 cannot hold stays F32 and exact.
+  // An untied bf16 head that fp16 cannot hold stays BF16, bit for bit.
   auto head = source(p.ckpt, "lm_head.weight");
   const gguf::TensorInfo* out = f.find_tensor("output.weight");
   ASSERT_NE(out, nullptr);
-  ASSERT_EQ(out->type, TensorType::F32);
+  ASSERT_EQ(out->type, TensorType::BF16);
   EXPECT_EQ(out->dims, (std::vector<uint64_t>{256, 512}));
-  EXPECT_EQ(std::memcmp(out->data, head.data(), head.size() * 4), 0);
+  for (size_t i = 0; i < head.size(); ++i) {
+    uint16_t stored;
+    std::memcpy(&stored, out->data + 2 * i, 2);
+    ASSERT_EQ(bf16_to_f32(stored), head[i]) << i;
+  }
 }
 
 TEST(Packer, F16DenseWithTernarize) {

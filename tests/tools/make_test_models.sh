@@ -14,4 +14,8 @@ for mode in bitnet ternary; do
   "$tern" pack "$out/$mode/hf" -o "$out/$mode/tq2_0.gguf" --type tq2_0 >/dev/null
   "$tern" pack "$out/$mode/hf" -o "$out/$mode/tq1_0.gguf" --type tq1_0 >/dev/null
 done
+# BF16 source with an untied head that F16 cannot hold: exercises BF16 tensors.
+/usr/bin/python3 "$here/make_tiny_checkpoint.py" "$out/bf16/hf" --mode ternary --dtype bf16 --untied --seed 9
+"$tern" pack "$out/bf16/hf" -o "$out/bf16/tq2_0.gguf" >/dev/null
+"$tern" pack "$out/bf16/hf" -o "$out/bf16/tq1_0.gguf" --type tq1_0 >/dev/null
 /usr/bin/python3 "$here/make_tiny_checkpoint.py" "$out/dense/hf" --mode dense --seed 5

@@ -53,7 +53,7 @@
 // (absent when tied). The seven linears are TQ2_0/TQ1_0; attn_q and attn_k rows
 // are permuted as llama.cpp's converter does (HF rotate_half -> interleaved
 // pairs). Norms are F32. Embedding/output: F32 from F32, F16 from F16, and
-// from BF16 F16 when every value converts exactly, else F32 - always lossless.
+// from BF16 F16 when every value converts exactly, else BF16 - always lossless.
 #include <sys/stat.h>
 
 #include <algorithm>

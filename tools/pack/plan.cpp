@@ -156,7 +156,9 @@ void analyze(PlanTensor& t, const std::vector<float>& data, bool absmean, Tensor
   if (t.role == Role::Embedding) {
     if (t.src->dtype == "F32") t.type = TensorType::F32;
     else if (t.src->dtype == "F16") t.type = TensorType::F16;
-    else t.type = fits_f16_exactly(data.data(), data.size()) ? TensorType::F16 : TensorType::F32;
+    // BF16 goes to F16 when that is exact (every engine reads F16), else
+    // stays BF16: lossless either way, and half the size of F32.
+    else t.type = fits_f16_exactly(data.data(), data.size()) ? TensorType::F16 : TensorType::BF16;
     return;
   }
   t.type = ternary_type;
@@ -210,10 +212,10 @@ std::vector<uint8_t> encode(const PlanTensor& t, const std::vector<float>& data,
   if (t.type == TensorType::F32) {
     out.resize(data.size() * 4);
     std::memcpy(out.data(), data.data(), out.size());
-  } else if (t.type == TensorType::F16) {
+  } else if (t.type == TensorType::F16 || t.type == TensorType::BF16) {
     out.resize(data.size() * 2);
     for (size_t i = 0; i < data.size(); ++i) {
-      uint16_t h = f32_to_fp16(data[i]);
+      const uint16_t h = t.type == TensorType::F16 ? f32_to_fp16(data[i]) : f32_to_bf16(data[i]);
       std::memcpy(&out[2 * i], &h, 2);
     }
   } else {

@@ -63,7 +63,8 @@ void check_float(const gguf::File& f, const gguf::TensorInfo& info, const PlanTe
     if (t.type == TensorType::F32) {
       same = std::memcmp(info.data + 4 * i, &data[i], 4) == 0;
     } else {
-      uint16_t h = f32_to_fp16(data[i]), stored;
+      const uint16_t h = t.type == TensorType::F16 ? f32_to_fp16(data[i]) : f32_to_bf16(data[i]);
+      uint16_t stored;
       std::memcpy(&stored, info.data + 2 * i, 2);
       same = h == stored;
     }
