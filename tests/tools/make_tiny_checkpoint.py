@@ -14,7 +14,8 @@ JSON header, raw little-endian data).
 --vocab-pad K   config vocab_size = tokenizer pieces + K (embedding rows too)
 
 Dimensions: hidden 256, intermediate 512, 2 layers, 4 heads, 2 KV heads
-(TQ formats need rows that are multiples of 256), vocab = the tokenizer's.
+(TQ formats need rows that are multiples of 256), vocab = the tokenizer's;
+--hidden/--intermediate/--layers/--heads/--kv-heads override them.
 
 In bf16 mode the embedding is made fp16-exact (no magnitudes below 2^-14) and
 an untied lm_head is made not fp16-exact, so both narrowing outcomes are
@@ -135,6 +136,7 @@ def linear(rng, rows, cols, mode, dtype, zero_row=None):
 
 
 def main():
+    global HIDDEN, INTER, LAYERS, HEADS, KV_HEADS, HEAD_DIM
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("out")
     ap.add_argument("--seed", type=int, default=0)
@@ -145,7 +147,17 @@ def main():
     tie.add_argument("--untied", dest="tied", action="store_false")
     ap.add_argument("--shards", type=int, default=1)
     ap.add_argument("--vocab-pad", type=int, default=0)
+    # Larger shapes are for benchmarks (e.g. bitnet_b1_58-large: --hidden 1536
+    # --intermediate 4096 --layers 24 --heads 16 --kv-heads 16); the tests
+    # use the defaults.
+    ap.add_argument("--hidden", type=int, default=HIDDEN)
+    ap.add_argument("--intermediate", type=int, default=INTER)
+    ap.add_argument("--layers", type=int, default=LAYERS)
+    ap.add_argument("--heads", type=int, default=HEADS)
+    ap.add_argument("--kv-heads", type=int, default=KV_HEADS)
     a = ap.parse_args()
+    HIDDEN, INTER, LAYERS, HEADS, KV_HEADS = a.hidden, a.intermediate, a.layers, a.heads, a.kv_heads
+    HEAD_DIM = HIDDEN // HEADS
 
     with open(TOKENIZER, "rb") as f:
         tok = f.read()
