@@ -114,7 +114,7 @@ class Model {
   explicit Model(gguf::File f) : file_(std::move(f)) {}
   // logits: [n][vocab] (or [1][vocab] with last_only); null skips the head.
   void forward_batch(const int32_t* tokens, int n, int pos, float* logits, bool last_only);
-  void linear(const Linear& l, const float* x, int n, int in_dim, float* y);
+  void linear(const Linear& l, const float* x, int n, float* y);
 
   gguf::File file_;
   const KernelSet* kernels_ = nullptr;

@@ -49,7 +49,7 @@ static void quantize_batch(RunState& s, const float* x, int n, int in_dim) {
 
 // y[n][rows] = W x[n][cols]. In int8 mode the input must already be in
 // state_.xq (quantize_batch).
-void Model::linear(const Linear& l, const float* x, int n, int in_dim, float* y) {
+void Model::linear(const Linear& l, const float* x, int n, float* y) {
   const KernelSet& k = *kernels_;
   const TernaryMatrix& w = l.w;
   const int64_t M = w.rows;
@@ -75,7 +75,6 @@ void Model::linear(const Linear& l, const float* x, int n, int in_dim, float* y)
       }
     }
   }
-  (void)in_dim;
 }
 
 std::span<const float> Model::forward(std::span<const int32_t> tokens, int pos, bool all_logits) {
@@ -119,9 +118,9 @@ void Model::forward_batch(const int32_t* tokens, int n, int pos, float* logits, 
       ops::rmsnorm(s.xb.data() + size_t(i) * D, s.x.data() + size_t(i) * D, L.attn_norm, D,
                    c.norm_eps);
     if (int8) quantize_batch(s, s.xb.data(), n, D);
-    linear(L.wq, s.xb.data(), n, D, s.q.data());
-    linear(L.wk, s.xb.data(), n, D, s.k.data());
-    linear(L.wv, s.xb.data(), n, D, s.v.data());
+    linear(L.wq, s.xb.data(), n, s.q.data());
+    linear(L.wk, s.xb.data(), n, s.k.data());
+    linear(L.wv, s.xb.data(), n, s.v.data());
     for (int i = 0; i < n; ++i) {
       ops::rope(s.q.data() + size_t(i) * QD, c.n_heads, c.head_dim, pos + i, c.rope_theta);
       ops::rope(s.k.data() + size_t(i) * KV, c.n_kv_heads, c.head_dim, pos + i, c.rope_theta);
@@ -135,19 +134,19 @@ void Model::forward_batch(const int32_t* tokens, int n, int pos, float* logits, 
                      pos + i + 1, c.n_heads, c.n_kv_heads, c.head_dim, scratch);
     }
     if (int8) quantize_batch(s, s.xb2.data(), n, QD);
-    linear(L.wo, s.xb2.data(), n, QD, s.xb.data());
+    linear(L.wo, s.xb2.data(), n, s.xb.data());
     for (size_t j = 0; j < size_t(n) * D; ++j) s.x[j] += s.xb[j];
 
     for (int i = 0; i < n; ++i)
       ops::rmsnorm(s.xb.data() + size_t(i) * D, s.x.data() + size_t(i) * D, L.ffn_norm, D,
                    c.norm_eps);
     if (int8) quantize_batch(s, s.xb.data(), n, D);
-    linear(L.w_gate, s.xb.data(), n, D, s.hb.data());
-    linear(L.w_up, s.xb.data(), n, D, s.hb2.data());
+    linear(L.w_gate, s.xb.data(), n, s.hb.data());
+    linear(L.w_up, s.xb.data(), n, s.hb2.data());
     for (int i = 0; i < n; ++i)
       ops::swiglu(s.hb.data() + size_t(i) * H, s.hb2.data() + size_t(i) * H, H);
     if (int8) quantize_batch(s, s.hb.data(), n, H);
-    linear(L.w_down, s.hb.data(), n, H, s.xb.data());
+    linear(L.w_down, s.hb.data(), n, s.xb.data());
     for (size_t j = 0; j < size_t(n) * D; ++j) s.x[j] += s.xb[j];
   }
 

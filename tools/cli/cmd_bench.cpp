@@ -23,8 +23,7 @@ double now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-void report(const char* test, int n, const std::vector<double>& secs, const BenchOptions& o,
-            const Model& m) {
+void report(const char* test, int n, const std::vector<double>& secs, const Model& m) {
   double mean = 0, var = 0;
   std::vector<double> rates;
   for (double s : secs) rates.push_back(n / s);
@@ -55,7 +54,7 @@ void run_bench(const BenchOptions& o) {
       model->forward(std::span<const int32_t>(toks.data(), size_t(o.n_prompt)), 0, false);
       secs.push_back(now() - t0);
     }
-    report("pp", o.n_prompt, secs, o, *model);
+    report("pp", o.n_prompt, secs, *model);
   }
   if (o.n_gen > 0) {
     std::vector<double> secs;
@@ -65,7 +64,7 @@ void run_bench(const BenchOptions& o) {
         model->forward(std::span<const int32_t>(&toks[size_t(i) % toks.size()], 1), i, false);
       secs.push_back(now() - t0);
     }
-    report("tg", o.n_gen, secs, o, *model);
+    report("tg", o.n_gen, secs, *model);
   }
 }
 
