@@ -94,8 +94,12 @@ void add_kernels(CLI::App& app) {
         modes += modes.empty() ? name : std::string("+") + name;
         if (k == chosen) selected += std::string(" selected(") + name + ")";
       }
-      std::printf("%-14s %-11s %-10s%s\n", k->name,
-                  k->available(cpu) ? "available" : "unavailable", modes.c_str(), selected.c_str());
+      char line[160];
+      std::snprintf(line, sizeof line, "%-14s %-11s %-10s%s", k->name,
+                    k->available(cpu) ? "available" : "unavailable", modes.c_str(), selected.c_str());
+      std::string text = line;
+      text.erase(text.find_last_not_of(' ') + 1);
+      std::printf("%s\n", text.c_str());
     }
   });
 }
