@@ -6,84 +6,19 @@
 
 #include <bit>
 #include <cmath>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "tern/error.h"
 #include "tern/kernels.h"
 #include "tern/quant.h"
+#include "kernel_test_util.h"
 
 using namespace tern;
+using namespace tern::test;
 using gguf::TensorType;
 
 namespace {
-
-enum class Rows { Mixed, Random, Zero, Plus, Minus };
-enum class Acts { Random, Max, Min, Alternating };
-
-struct Matrix {
-  int64_t M = 0, K = 0;
-  std::vector<uint8_t> data;
-  std::vector<float> scale;
-  std::shared_ptr<const void> packed;
-  TernaryMatrix w;
-};
-
-// Rows of `Mixed` cycle through random, zero, all +1 and all -1.
-Matrix make_matrix(const KernelSet& ks, TensorType type, int64_t M, int64_t K, Rows rows,
-                   uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int> trit(-1, 1);
-  std::uniform_real_distribution<float> sc(0.25f, 2.0f);
-  Matrix m;
-  m.M = M;
-  m.K = K;
-  const int64_t rb = ternary_row_bytes(type, K);
-  m.data.resize(size_t(M * rb));
-  std::vector<int8_t> t(static_cast<size_t>(K));
-  for (int64_t r = 0; r < M; ++r) {
-    Rows kind = rows == Rows::Mixed ? Rows(1 + r % 4) : rows;
-    for (auto& v : t)
-      v = kind == Rows::Random ? int8_t(trit(rng)) : kind == Rows::Plus ? 1 : kind == Rows::Minus ? -1 : 0;
-    pack_ternary_row(type, t.data(), K, f32_to_fp16(1.0f), &m.data[size_t(r * rb)]);
-    m.scale.push_back(sc(rng));
-  }
-  m.w.type = type;
-  m.w.rows = M;
-  m.w.cols = K;
-  m.w.data = m.data.data();
-  m.w.row_scale = m.scale.data();
-  if (ks.prepare) {
-    m.packed = ks.prepare(m.w);
-    m.w.packed = m.packed.get();
-  }
-  return m;
-}
-
-std::vector<int8_t> acts(int64_t n, Acts kind, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int> d(-128, 127);
-  std::vector<int8_t> q(static_cast<size_t>(n));
-  for (size_t i = 0; i < q.size(); ++i)
-    q[i] = kind == Acts::Max ? 127 : kind == Acts::Min ? -128
-         : kind == Acts::Alternating ? int8_t(i % 2 ? 127 : -128) : int8_t(d(rng));
-  return q;
-}
-
-std::vector<float> floats(int64_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, 1.0f);
-  std::vector<float> x(static_cast<size_t>(n));
-  for (auto& v : x) v = d(rng);
-  return x;
-}
-
-const KernelSet* find_set(const std::string& name) {
-  for (const KernelSet* s : all_kernel_sets())
-    if (name == s->name) return s;
-  return nullptr;
-}
 
 class Avx2Sets : public ::testing::TestWithParam<std::string> {
  protected:
@@ -193,7 +128,7 @@ TEST_P(Avx2Sets, FloatMatchesScalarWhenPresent) {
     for (int64_t M : {1, 7, 33})
       for (int64_t K : {256, 512, 2560, 6912}) {
         const Matrix m = make_matrix(*ks_, type, M, K, Rows::Mixed, uint32_t(M + K));
-        const auto x = floats(5 * K, uint32_t(K));
+        const auto x = random_floats(5 * K, uint32_t(K));
         for (int64_t n : {1, 2, 5}) check_float(*ks_, m, x, n, 0, M, describe(type, M, K, 0, M, n));
         check_float(*ks_, m, x, 3, M / 3, M - M / 4, describe(type, M, K, M / 3, M - M / 4, 3));
       }
@@ -212,7 +147,7 @@ TEST_P(Avx2Sets, Tq2CodeThreeMatchesScalarOrIsRefused) {
   }
   check_int8(*ks_, m, acts(2 * K, Acts::Random, 10), 2, 0, M, "code 3");
   check_int8(*ks_, m, acts(K, Acts::Min, 10), 1, 0, M, "code 3, q = -128");
-  if (ks_->gemv_f32) check_float(*ks_, m, floats(2 * K, 11), 2, 0, M, "code 3");
+  if (ks_->gemv_f32) check_float(*ks_, m, random_floats(2 * K, 11), 2, 0, M, "code 3");
 }
 
 TEST_P(Avx2Sets, UnpreparedMatrixIsAnError) {
@@ -224,15 +159,7 @@ TEST_P(Avx2Sets, UnpreparedMatrixIsAnError) {
 }
 
 TEST_P(Avx2Sets, BadCallsAreErrors) {
-  const Matrix m = make_matrix(*ks_, TensorType::TQ1_0, 4, 256, Rows::Random, 5);
-  const auto q = acts(256, Acts::Random, 6);
-  std::vector<int32_t> s(4);
-  EXPECT_THROW(ks_->gemv_i8(m.w, q.data(), s.data(), 0, 5), Error);
-  EXPECT_THROW(ks_->gemv_i8(m.w, q.data(), s.data(), 3, 2), Error);
-  EXPECT_THROW(ks_->gemm_i8(m.w, q.data(), -1, s.data(), 0, 4), Error);
-  TernaryMatrix bad = m.w;
-  bad.cols = 300;
-  EXPECT_THROW(ks_->gemv_i8(bad, q.data(), s.data(), 0, 4), Error);
+  expect_int8_bad_calls_throw(*ks_);
 }
 
 INSTANTIATE_TEST_SUITE_P(Sets, Avx2Sets, ::testing::Values("avx2", "avx2-vnni", "avx2-tl1"),

@@ -7,7 +7,6 @@
 
 #include <cmath>
 #include <cstring>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -15,72 +14,18 @@
 #include "tern/error.h"
 #include "tern/kernels.h"
 #include "tern/quant.h"
+#include "kernel_test_util.h"
 
 using namespace tern;
+using namespace tern::test;
 using gguf::TensorType;
 
 namespace {
-
-struct Matrix {
-  int64_t M = 0, K = 0;
-  std::vector<uint8_t> data;
-  std::vector<float> scale;
-  std::shared_ptr<const void> packed;
-  TernaryMatrix w;
-};
-
-// Rows cycle through random, all-zero, all +1, all -1 (kind 0 = mixed);
-// kinds 1..4 make every row that kind.
-Matrix make_matrix(TensorType type, int64_t M, int64_t K, uint32_t seed, int kind = 0) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int> trit(-1, 1);
-  std::uniform_real_distribution<float> sc(0.25f, 2.0f);
-  Matrix m;
-  m.M = M;
-  m.K = K;
-  const int64_t rb = ternary_row_bytes(type, K);
-  m.data.resize(size_t(M * rb));
-  std::vector<int8_t> t(static_cast<size_t>(K));
-  for (int64_t r = 0; r < M; ++r) {
-    const int k = kind ? kind : int(1 + r % 4);
-    for (auto& v : t) v = int8_t(k == 1 ? trit(rng) : k == 2 ? 0 : k == 3 ? 1 : -1);
-    pack_ternary_row(type, t.data(), K, f32_to_fp16(1.0f), &m.data[size_t(r * rb)]);
-    m.scale.push_back(sc(rng));
-  }
-  m.w.type = type;
-  m.w.rows = M;
-  m.w.cols = K;
-  m.w.data = m.data.data();
-  m.w.row_scale = m.scale.data();
-  return m;
-}
 
 void prepare(Matrix& m, const KernelSet& ks) {
   ASSERT_NE(ks.prepare, nullptr) << ks.name;
   m.packed = ks.prepare(m.w);
   m.w.packed = m.packed.get();
-}
-
-std::vector<float> random_floats(int64_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, 1.0f);
-  std::vector<float> x(static_cast<size_t>(n));
-  for (auto& v : x) v = d(rng);
-  return x;
-}
-
-std::vector<int8_t> random_int8(int64_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int> d(-128, 127);
-  std::vector<int8_t> q(static_cast<size_t>(n));
-  for (auto& v : q) v = int8_t(d(rng));
-  return q;
-}
-
-const KernelSet* find_set(const char* name) {
-  for (const KernelSet* s : all_kernel_sets())
-    if (std::string(s->name) == name) return s;
-  return nullptr;
 }
 
 // The set, or a skip when this build or CPU cannot run it.
@@ -144,7 +89,7 @@ TEST(Avx512, GemvMatchesScalar) {
         for (int64_t K : {256, 512, 768, 1024, 1280, 2560, 6912})
           for (bool prepared : {true, false}) {
             const uint32_t seed = uint32_t(K * 31 + M * 7 + int(type));
-            Matrix m = make_matrix(type, M, K, seed);
+            Matrix m = make_matrix(type, M, K, Rows::Mixed, seed);
             if (prepared) prepare(m, *ks);
             const std::string what = describe(*ks, m, prepared);
             if (kernel_supports(*ks, ActMode::Int8))
@@ -173,7 +118,7 @@ TEST(Avx512, GemmRowRangesSplitGroups) {
     for (TensorType type : kTypes)
       for (int64_t K : {768, 2560})
         for (bool prepared : {true, false}) {
-          Matrix m = make_matrix(type, 33, K, uint32_t(K + int(type)));
+          Matrix m = make_matrix(type, 33, K, Rows::Mixed, uint32_t(K + int(type)));
           if (prepared) prepare(m, *ks);
           for (int64_t n = 1; n <= 5; ++n)
             for (auto [r0, r1] : ranges) {
@@ -191,7 +136,7 @@ TEST(Avx512, GemmEqualsGemvBitForBit) {
     const KernelSet* ks = find_set(name);
     if (ks == nullptr || !ks->available(cpu_features()) || !kernel_supports(*ks, ActMode::Float))
       continue;
-    Matrix m = make_matrix(TensorType::TQ2_0, 9, 1024, 3);
+    Matrix m = make_matrix(TensorType::TQ2_0, 9, 1024, Rows::Mixed, 3);
     prepare(m, *ks);
     const int64_t n = 3;
     const auto x = random_floats(n * 1024, 4);
@@ -216,7 +161,7 @@ TEST(Avx512, Int8ExactBeyondFloatMantissa) {
     const KernelSet* ks = find_set(name);
     if (ks == nullptr || !ks->available(cpu_features())) continue;
     for (TensorType type : kTypes) {
-      Matrix m = make_matrix(type, 2, K, 9, 3);  // all +1
+      Matrix m = make_matrix(type, 2, K, Rows::Plus, 9);  // all +1
       prepare(m, *ks);
       int32_t s[2] = {0, 0};
       ks->gemv_i8(m.w, q.data(), s, 0, 2);
@@ -231,11 +176,11 @@ TEST(Avx512, Int8ExactBeyondFloatMantissa) {
 TEST(Avx512, RejectsForeignPreparedLayout) {
   REQUIRE_SET(vnni, "avx512-vnni");
   const KernelSet* pext = find_set("avx512-pext");
-  Matrix m = make_matrix(TensorType::TQ2_0, 4, 512, 1);
+  Matrix m = make_matrix(TensorType::TQ2_0, 4, 512, Rows::Mixed, 1);
   std::vector<int8_t> q(512, 1);
   std::vector<int32_t> s(4);
   // Prepared for a different shape.
-  Matrix other = make_matrix(TensorType::TQ2_0, 5, 512, 1);
+  Matrix other = make_matrix(TensorType::TQ2_0, 5, 512, Rows::Mixed, 1);
   prepare(other, *vnni);
   m.w.packed = other.packed.get();
   EXPECT_THROW(vnni->gemv_i8(m.w, q.data(), s.data(), 0, 4), Error);
@@ -262,13 +207,13 @@ TEST(Avx512, DefaultSelection) {
 TEST(Avx512, Tq1AsTwoBitCodes) {
   REQUIRE_SET(vnni, "avx512-vnni");
   for (int64_t K : {256, 2560, 6912}) {
-    Matrix m = make_matrix(TensorType::TQ1_0, 33, K, uint32_t(K));
+    Matrix m = make_matrix(TensorType::TQ1_0, 33, K, Rows::Mixed, uint32_t(K));
     m.packed = kernels_detail::pack_codes(m.w, kernels_detail::CodeLayout::Chunk64);
     m.w.packed = m.packed.get();
     check_gemm(*vnni, m, 3, 1, 30, 17, "TQ1_0 as Chunk64 K " + std::to_string(K));
   }
   // Base 3 has no room for TQ2_0's code 3, so it is refused for TQ2_0.
-  const Matrix t2 = make_matrix(TensorType::TQ2_0, 2, 256, 1);
+  const Matrix t2 = make_matrix(TensorType::TQ2_0, 2, 256, Rows::Mixed, 1);
   EXPECT_THROW(kernels_detail::pack_codes(t2.w, kernels_detail::CodeLayout::Base3x64), Error);
 }
 
@@ -277,7 +222,7 @@ TEST(Avx512, Tq1AsTwoBitCodes) {
 // set counts it as +1 (its masks only know +1, 0 and -1) and is not checked.
 TEST(Avx512, VnniTq2CodeThreeCountsAsTwo) {
   REQUIRE_SET(vnni, "avx512-vnni");
-  Matrix m = make_matrix(TensorType::TQ2_0, 5, 512, 8);
+  Matrix m = make_matrix(TensorType::TQ2_0, 5, 512, Rows::Mixed, 8);
   m.data[3] = 0xff;  // row 0: columns 3, 35, 67, 99 get code 3
   m.data[66 + 32 + 10] |= 0xc0;  // row 0, block 1, byte 10 of its second half: column 490
   const auto q = random_int8(512, 9);

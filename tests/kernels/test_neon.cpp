@@ -7,93 +7,26 @@
 
 #include <bit>
 #include <cmath>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "tern/error.h"
 #include "tern/kernels.h"
 #include "tern/quant.h"
+#include "kernel_test_util.h"
 
 using namespace tern;
+using namespace tern::test;
 using gguf::TensorType;
 
 namespace {
 
-enum class Rows { Mixed, Random, Zero, Plus, Minus };
-enum class Acts { Random, Max, Min, Alternating };
-
 constexpr TensorType kTypes[] = {TensorType::TQ2_0, TensorType::TQ1_0};
-
-struct Matrix {
-  int64_t M = 0, K = 0;
-  std::vector<uint8_t> data;
-  std::vector<float> scale;
-  std::shared_ptr<const void> packed;
-  TernaryMatrix w;      // prepared for the set under test, if it prepares
-  TernaryMatrix plain;  // the GGUF layout alone (what scalar reads)
-};
-
-// Rows of `Mixed` cycle through random, zero, all +1 and all -1.
-Matrix make_matrix(const KernelSet& ks, TensorType type, int64_t M, int64_t K, Rows rows,
-                   uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int> trit(-1, 1);
-  std::uniform_real_distribution<float> sc(0.25f, 2.0f);
-  Matrix m;
-  m.M = M;
-  m.K = K;
-  const int64_t rb = ternary_row_bytes(type, K);
-  m.data.resize(size_t(M * rb));
-  std::vector<int8_t> t(static_cast<size_t>(K));
-  for (int64_t r = 0; r < M; ++r) {
-    const Rows kind = rows == Rows::Mixed ? Rows(1 + r % 4) : rows;
-    for (auto& v : t)
-      v = kind == Rows::Random  ? int8_t(trit(rng))
-          : kind == Rows::Plus  ? 1
-          : kind == Rows::Minus ? -1
-                                : 0;
-    pack_ternary_row(type, t.data(), K, f32_to_fp16(1.0f), &m.data[size_t(r * rb)]);
-    m.scale.push_back(sc(rng));
-  }
-  m.plain.type = type;
-  m.plain.rows = M;
-  m.plain.cols = K;
-  m.plain.data = m.data.data();
-  m.plain.row_scale = m.scale.data();
-  m.w = m.plain;
-  if (ks.prepare) {
-    m.packed = ks.prepare(m.w);
-    m.w.packed = m.packed.get();
-  }
-  return m;
-}
-
-std::vector<int8_t> acts(int64_t n, Acts kind, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int> d(-128, 127);
-  std::vector<int8_t> q(static_cast<size_t>(n));
-  for (size_t i = 0; i < q.size(); ++i)
-    q[i] = kind == Acts::Max           ? 127
-           : kind == Acts::Min         ? -128
-           : kind == Acts::Alternating ? int8_t(i % 2 ? 127 : -128)
-                                       : int8_t(d(rng));
-  return q;
-}
-
-std::vector<float> floats(int64_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, 1.0f);
-  std::vector<float> x(static_cast<size_t>(n));
-  for (auto& v : x) v = d(rng);
-  return x;
-}
 
 class Neon : public testing::TestWithParam<const char*> {
  protected:
   void SetUp() override {
-    for (const KernelSet* s : all_kernel_sets())
-      if (std::string(s->name) == GetParam()) ks_ = s;
+    ks_ = find_set(GetParam());
 #if defined(__aarch64__)
     // On aarch64 both sets are always built, and neon-tbl runs on every
     // ARMv8-A core; neon-sdot needs dotprod (qemu's default CPU has it, an
@@ -119,7 +52,7 @@ void check(const KernelSet& ks, const Matrix& m, int64_t n, int64_t r0, int64_t 
            uint32_t seed, const std::string& what) {
   const int64_t M = m.M, K = m.K;
   const auto q = acts(n * K, kind, seed);
-  const auto x = floats(n * K, seed + 1);
+  const auto x = random_floats(n * K, seed + 1);
   const int32_t kSent = 0x5a5a5a5a;
   const uint32_t kSentF = 0x7fc0dead;  // a NaN no kernel produces
   std::vector<int32_t> want(size_t(n * M)), got(size_t(n * M), kSent);
@@ -215,7 +148,7 @@ TEST_P(Neon, GemmMatchesGemvPerVector) {
   for (TensorType type : kTypes)
     for (int64_t n : {1, 3}) {
       const Matrix m = make_matrix(*ks_, type, M, K, Rows::Random, 9);
-      const auto x = floats(n * K, 10);
+      const auto x = random_floats(n * K, 10);
       const auto q = acts(n * K, Acts::Random, 11);
       std::vector<float> a(static_cast<size_t>(n * M)), b(static_cast<size_t>(M));
       std::vector<int32_t> c(static_cast<size_t>(n * M)), d(static_cast<size_t>(M));
@@ -274,15 +207,7 @@ TEST_P(Neon, Tq2CodeThreeCountsAsTwo) {
 }
 
 TEST_P(Neon, RejectsBadCalls) {
-  const Matrix m = make_matrix(*ks_, TensorType::TQ1_0, 4, 256, Rows::Random, 5);
-  const auto q = acts(256, Acts::Random, 6);
-  std::vector<int32_t> s(4);
-  EXPECT_THROW(ks_->gemv_i8(m.w, q.data(), s.data(), 0, 5), Error);
-  EXPECT_THROW(ks_->gemv_i8(m.w, q.data(), s.data(), 3, 2), Error);
-  EXPECT_THROW(ks_->gemm_i8(m.w, q.data(), -1, s.data(), 0, 4), Error);
-  TernaryMatrix bad = m.w;
-  bad.cols = 300;
-  EXPECT_THROW(ks_->gemv_i8(bad, q.data(), s.data(), 0, 4), Error);
+  expect_int8_bad_calls_throw(*ks_);
 }
 
 INSTANTIATE_TEST_SUITE_P(Sets, Neon, testing::Values("neon-sdot", "neon-tbl"),

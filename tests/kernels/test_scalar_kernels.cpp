@@ -4,80 +4,23 @@
 // against its documented float summation order.
 #include <gtest/gtest.h>
 
-#include <memory>
-
 #include <bit>
 #include <cmath>
 #include <cstring>
-#include <random>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "tern/error.h"
 #include "tern/kernels.h"
 #include "tern/quant.h"
+#include "kernel_test_util.h"
 
 using namespace tern;
+using namespace tern::test;
 using gguf::TensorType;
 
 namespace {
-
-enum class Rows { Mixed, Random, Zero, Plus, Minus };
-
-struct Matrix {
-  int64_t M = 0, K = 0;
-  std::vector<int8_t> trits;  // M * K, row-major
-  std::vector<uint8_t> data;
-  std::vector<float> scale;
-  TernaryMatrix w;
-};
-
-Matrix make_matrix(TensorType type, int64_t M, int64_t K, Rows rows, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int> trit(-1, 1);
-  std::uniform_real_distribution<float> sc(0.25f, 2.0f);
-  Matrix m;
-  m.M = M;
-  m.K = K;
-  m.trits.resize(size_t(M * K));
-  const int64_t rb = ternary_row_bytes(type, K);
-  m.data.resize(size_t(M * rb));
-  for (int64_t r = 0; r < M; ++r) {
-    Rows kind = rows;
-    if (rows == Rows::Mixed) kind = Rows(1 + r % 4);  // random, zero, +1, -1, ...
-    for (int64_t k = 0; k < K; ++k) {
-      int8_t v = 0;
-      if (kind == Rows::Random) v = int8_t(trit(rng));
-      if (kind == Rows::Plus) v = 1;
-      if (kind == Rows::Minus) v = -1;
-      m.trits[size_t(r * K + k)] = v;
-    }
-    pack_ternary_row(type, &m.trits[size_t(r * K)], K, f32_to_fp16(1.0f), &m.data[size_t(r * rb)]);
-    m.scale.push_back(sc(rng));
-  }
-  m.w.type = type;
-  m.w.rows = M;
-  m.w.cols = K;
-  m.w.data = m.data.data();
-  m.w.row_scale = m.scale.data();
-  return m;
-}
-
-std::vector<float> random_floats(int64_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, 1.0f);
-  std::vector<float> x(static_cast<size_t>(n));
-  for (auto& v : x) v = d(rng);
-  return x;
-}
-
-std::vector<int8_t> random_int8(int64_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int> d(-128, 127);
-  std::vector<int8_t> q(static_cast<size_t>(n));
-  for (auto& v : q) v = int8_t(d(rng));
-  return q;
-}
 
 // Scalar's documented order: per-block float partial sums in increasing k,
 // added to the total in block order, then scaled.
@@ -90,18 +33,6 @@ float documented_order(const Matrix& m, int64_t r, const float* x) {
     total += part;
   }
   return m.scale[size_t(r)] * total;
-}
-
-// The matrix as the model hands it to `ks`: with the set's own layout when
-// it has one (kept alive by `hold`).
-TernaryMatrix prepared(const KernelSet& ks, const TernaryMatrix& w,
-                       std::shared_ptr<const void>& hold) {
-  TernaryMatrix out = w;
-  if (ks.prepare) {
-    hold = ks.prepare(w);
-    out.packed = hold.get();
-  }
-  return out;
 }
 
 void check_float(const KernelSet& ks, const Matrix& m, const std::vector<float>& x,
