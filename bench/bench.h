@@ -40,11 +40,11 @@ struct Rotation {
 };
 
 // Random ternary weights [M x K] of `type` (fixed seed), in distinct 64-byte
-// aligned allocations, each prepared by `prep` if it is non-null. Copies are
+// aligned allocations, each prepared by set.prepare if the set has one. Copies are
 // built once per (type, M, K) and reused by later calls with the same shape;
 // a new shape frees the old copies. Throws tern::Error if the copies would
 // not fit in available memory.
-Rotation matrices(gguf::TensorType type, int64_t M, int64_t K, Prepare prep, bool cold);
+Rotation matrices(gguf::TensorType type, int64_t M, int64_t K, const KernelSet& set, bool cold);
 void release_matrices();
 
 // The read roof: a buffer of about cold_bytes(), read kRoofSlices-th at a

@@ -74,7 +74,7 @@ void bm_gemv(benchmark::State& st, const Case& c) {
   const int64_t M = c.shape.M, K = c.shape.K;
   Rotation rot;
   try {
-    rot = matrices(c.type, M, K, c.set->prepare, c.cold);
+    rot = matrices(c.type, M, K, *c.set, c.cold);
   } catch (const std::exception& e) {
     st.SkipWithError(e.what());
     return;

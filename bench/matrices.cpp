@@ -2,7 +2,6 @@
 // distinct copies whose total exceeds 4 x L3, so each call finds its matrix
 // evicted; the copies differ in content (random blocks negated) so no layer
 // below us (KSM on a VM host, say) can merge them into one physical copy.
-#include <malloc.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -73,11 +72,6 @@ int64_t mem_available_bytes() {
   return -1;
 }
 
-size_t heap_in_use() {
-  const struct mallinfo2 m = mallinfo2();
-  return m.uordblks + m.hblkhd;
-}
-
 // Copies of one random matrix; copies[0] is the warm matrix.
 struct RawSet {
   gguf::TensorType type = gguf::TensorType::TQ2_0;
@@ -91,7 +85,7 @@ struct RawSet {
 struct PackedSet {
   Prepare prep = nullptr;
   std::vector<std::shared_ptr<const void>> packed;
-  int64_t bytes = 0;  // measured on the first copy
+  int64_t bytes = 0;  // of one copy, as the set reports it
   size_t next = 0;
 };
 
@@ -168,15 +162,8 @@ void ensure_packed(PackedSet& p, const RawSet& r, size_t n) {
   if (p.packed.size() >= n) return;
   if (p.bytes > 0) check_fits(int64_t(n - p.packed.size()) * p.bytes, "prepared matrix copies");
   while (p.packed.size() < n) {
-    const size_t before = heap_in_use();
     std::shared_ptr<const void> l = p.prep(view(r, p.packed.size(), nullptr));
     if (!l) throw Error("bench: prepare() returned no layout");
-    // The interface carries no size; what prepare() kept on the heap is it.
-    // Should a set allocate outside malloc, count the GGUF bytes instead.
-    if (p.packed.empty()) {
-      const size_t after = heap_in_use();
-      p.bytes = after > before + kAlign ? int64_t(after - before) : matrix_bytes(r);
-    }
     p.packed.push_back(std::move(l));
   }
   p.next = 1 % p.packed.size();
@@ -230,7 +217,8 @@ int64_t l3_bytes(std::string* source) {
   return int64_t(32) << 20;
 }
 
-Rotation matrices(gguf::TensorType type, int64_t M, int64_t K, Prepare prep, bool cold) {
+Rotation matrices(gguf::TensorType type, int64_t M, int64_t K, const KernelSet& set, bool cold) {
+  const Prepare prep = set.prepare;
   RawSet& r = g_raw;
   if (r.copies.empty() || r.type != type || r.M != M || r.K != K) make_original(r, type, M, K);
   Rotation rot;
@@ -246,6 +234,8 @@ Rotation matrices(gguf::TensorType type, int64_t M, int64_t K, Prepare prep, boo
   if (p.prep != prep) {
     p = PackedSet{};
     p.prep = prep;
+    if (set.prepared_bytes == nullptr) throw Error(std::string("bench: ") + set.name + " prepares but reports no layout size");
+    p.bytes = set.prepared_bytes(view(r, 0, nullptr));
   }
   ensure_packed(p, r, 1);
   rot.read_bytes = p.bytes;

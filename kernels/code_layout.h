@@ -49,6 +49,9 @@ enum class CodeLayout : uint32_t {
 // Bytes of one row of K columns in `layout`.
 int64_t code_row_bytes(CodeLayout layout, int64_t K);
 
+// Bytes of the codes pack_codes(w, layout) holds (rows padded to groups).
+int64_t packed_codes_bytes(const TernaryMatrix& w, CodeLayout layout);
+
 // Repacks all rows of w (validated with check_call) into `layout`; the
 // result is what KernelSet::prepare returns.
 std::shared_ptr<const void> pack_codes(const TernaryMatrix& w, CodeLayout layout);

@@ -20,6 +20,10 @@ struct AlignedDelete {
 
 }  // namespace
 
+int64_t tl1_prepared_bytes(const TernaryMatrix& w) {
+  return (w.rows + kTl1Group - 1) / kTl1Group * w.cols * kTl1GroupColumnBytes;
+}
+
 std::shared_ptr<const void> tl1_prepare(const TernaryMatrix& w) {
   check_call(w, ActMode::Int8, 0, 0, w.rows);
   const int64_t K = w.cols, M = w.rows, groups = (M + kTl1Group - 1) / kTl1Group;

@@ -53,6 +53,8 @@ using GemmI8 = void (*)(const TernaryMatrix& w, const int8_t* q, int64_t n, int3
 // Builds a kernel's private weight layout once, at load; the result is
 // stored in TernaryMatrix::packed and must outlive every call on w.
 using Prepare = std::shared_ptr<const void> (*)(const TernaryMatrix& w);
+// Bytes of the layout prepare() builds for w: what one GEMV over it reads.
+using PreparedBytes = int64_t (*)(const TernaryMatrix& w);
 
 // A set may implement one activation mode only; the other's pointers are null.
 struct KernelSet {
@@ -63,6 +65,7 @@ struct KernelSet {
   GemmF32 gemm_f32;
   GemmI8 gemm_i8;
   Prepare prepare = nullptr;  // null: the kernel reads the GGUF layout directly
+  PreparedBytes prepared_bytes = nullptr;  // set exactly when prepare is
 };
 
 // Every kernel set built into this binary, best first; scalar is last.

@@ -96,6 +96,8 @@ std::shared_ptr<const void> prepare(const TernaryMatrix& w) {
   return owner;
 }
 
+int64_t prepared_bytes(const TernaryMatrix& w) { return groups_of(w.rows) * group_bytes(w); }
+
 // The indices w.packed holds, or nullptr if w was not prepared.
 const uint8_t* packed_indices(const TernaryMatrix& w) {
   if (w.packed == nullptr) return nullptr;
@@ -283,7 +285,8 @@ bool available(const CpuFeatures& cpu) { return cpu.neon; }
 
 const KernelSet& neon_tbl_kernels() {
   static const KernelSet set{"neon-tbl", &available, &gemv_f32, &gemv_i8,
-                             &gemm_f32,  &gemm_i8,   &prepare};
+                             &gemm_f32,  &gemm_i8,   &prepare,
+                             &prepared_bytes};
   return set;
 }
 

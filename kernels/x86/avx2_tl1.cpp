@@ -121,7 +121,8 @@ bool available(const CpuFeatures& f) { return f.avx2 && f.os_avx; }
 }  // namespace
 
 const KernelSet& avx2_tl1_kernels() {
-  static const KernelSet set{"avx2-tl1", &available, nullptr, &gemv_i8, nullptr, &gemm_i8, &tl1_prepare};
+  static const KernelSet set{"avx2-tl1", &available, nullptr, &gemv_i8, nullptr, &gemm_i8, &tl1_prepare,
+                             &tl1_prepared_bytes};
   return set;
 }
 

@@ -154,6 +154,8 @@ std::shared_ptr<const void> prepare(const TernaryMatrix& w) {
   return pack_codes(w, CodeLayout::Linear);
 }
 
+int64_t prepared_bytes(const TernaryMatrix& w) { return packed_codes_bytes(w, CodeLayout::Linear); }
+
 bool available(const CpuFeatures& c) {
   return c.avx512f && c.avx512bw && c.avx512vl && c.os_avx512 && c.bmi2 && c.fast_pext;
 }
@@ -162,7 +164,8 @@ bool available(const CpuFeatures& c) {
 
 const KernelSet& avx512_pext_kernels() {
   static const KernelSet set{"avx512-pext", &available, &gemv_f32, &gemv_i8,
-                             &gemm_f32,     &gemm_i8,   &prepare};
+                             &gemm_f32,     &gemm_i8,   &prepare,
+                             &prepared_bytes};
   return set;
 }
 

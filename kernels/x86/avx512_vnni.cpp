@@ -2,31 +2,33 @@
 //
 // TQ2_0 weights are repacked at load into CodeLayout::Chunk64
 // (code_layout.h): one aligned 64-byte load holds 256 weights, and
-// (v >> 2j) & 3 for j = 0..3 gives the byte codes of 64 consecutive
-// columns each, lined up with the activations as they lie in memory. Per
-// 256 weights and row: 1 load, 3 vpsrlw, 4 vpandd, 4 vpdpbusd, plus 4
-// activation loads shared by the 4 rows of a group: ~3.25 instructions per
-// 64 weights. The 4 rows of a group are interleaved by 64-byte unit, so
-// the group streams its weights as one sequential run (code_layout.h).
+// v & (3 << 2j) for j = 0..3 gives the byte codes of 64 consecutive columns
+// each, times 4^j, lined up with the activations as they lie in memory. The
+// 4^j stays in the products: each j has its own accumulator, shifted right
+// by 2j (exact: every product in it is a multiple of 4^j) once per row at the
+// end. Per 64 weights and row: one vpandd and one vpdpbusd, the least any
+// byte-code layout allows (a shift per code, as in an earlier version, made
+// the loop 1.3x slower with warm caches and kept it further from the memory
+// roof with cold ones). The 4 rows of a group are interleaved by 64-byte
+// unit, so the group streams its weights as one sequential run
+// (code_layout.h), which the loop prefetches kPrefetch bytes ahead.
 //
 // TQ1_0 weights stay base 3 (CodeLayout::Base3x64, 1.6 bits per weight, a
-// little less than TQ1_0 itself) and are decoded in registers, so the
-// kernel streams 20% fewer bytes than for TQ2_0. One 64-byte load holds 320
-// weights; per 64 of them: two vpmaddubsw by 3 (even and odd bytes) leave
-// 3 * b in 16-bit lanes, whose high byte is the top code (3 * b) >> 8 and
-// whose low byte is b * 3 mod 256, the byte with that code shifted out
-// (appendix F.2 of Spectra-1.1); a vpsrlw and a vpternlogd gather the 64
-// codes, one vpdpbusd takes them, and two vpaddb make b * 3 for the next
-// code: ~7 instructions per 64 weights (6 for the last of the 5 codes).
-// That is compute-bound near 13 GB/s of weights per Zen 5 core (2560x6912:
-// 0.28 ms against 0.17 ms for TQ2_0 with warm caches), so it beats the
-// 2-bit layout only where a core's share of DRAM bandwidth is lower than
-// that; default_layout() is the one place to change the choice.
+// little less than TQ1_0 itself). Byte b_0 = ceil(v * 256 / 243) holds five
+// codes; with b_{n+1} = 3 b_n mod 256, code n is t_n = (3 b_n) >> 8
+// (appendix F.2 of Spectra-1.1), that is 256 t_n = 3 b_n - b_{n+1} exactly.
+// So the kernel never extracts a code: per 64 weights it feeds b_n and
+// b_{n+1} to two vpdpbusd against the same activations (accumulators A and
+// B) and makes b_{n+1} with two vpaddb; the row's code sum is (3A - B) / 256.
+// Four instructions per 64 weights, against seven when the codes were
+// decoded; with 20% fewer bytes than TQ2_0 this layout is the faster of the
+// two from DRAM (docs/PERFORMANCE.md).
 //
-// vpdpbusd multiplies unsigned by signed bytes, hence codes (0..2) times
-// activations; sum((t + 1) q) - sum(q) = sum(t q) exactly: an int32 lane
-// gathers 4 products of magnitude <= 3 * 128 per 64 columns, so it stays
-// far below 2^31 for any K under 2^24 (the scalar oracle's bound).
+// vpdpbusd multiplies unsigned by signed bytes, hence codes (or scaled
+// codes, or base-3 bytes) times activations; sum((t + 1) q) - sum(q) =
+// sum(t q). int32 lanes wrap, so rows are summed in segments short enough
+// that every lane's true value fits (kChunkSegment, kGroupSegment) and the
+// segments are added in 64 bits: exact for any K the scalar oracle takes.
 
 // GCC 12's AVX-512 intrinsics read a deliberately undefined vector
 // (_mm512_undefined_*) as a pass-through operand and then warn about it.
@@ -45,94 +47,118 @@ namespace tern::kernels_detail {
 namespace {
 
 constexpr int kMaxRows = 4;  // rows per group: shares each activation load 4 ways
+constexpr int kMaxVecs = 2;
+// Bytes ahead of the current load that the loop asks for: about 30 loop
+// steps of one group, enough to cover DRAM latency on one core (1-4 KiB
+// measured within 3% of each other; none 1.25x worse).
+constexpr int64_t kPrefetch = 2048;
+// Chunks (256 columns) per int32 segment in code_dot: lane j = 3 gathers
+// 64 * 2 * 128 * 4 per chunk in magnitude, < 2^31 over 8192 chunks.
+constexpr int64_t kChunkSegment = 8192;
+// Groups (320 columns) per segment in base3_dot: 3A - B gathers 256 * 2 *
+// 128 * 20 per group and lane, < 2^31 over 1024 groups.
+constexpr int64_t kGroupSegment = 1024;
 
-// sums[r * V + i] = sum over the row's codes of code * q[i][k], for R rows
-// and V vectors; row pointers are 64-byte aligned, and a row's 64-byte
-// units lie `stride` bytes apart (code_layout.h); nchunks = K / 256.
+// The 4 lines of the group stream kPrefetch bytes ahead of `at`.
+inline void prefetch_ahead(const uint8_t* at) {
+  for (int l = 0; l < 4; ++l)
+    _mm_prefetch(reinterpret_cast<const char*>(at + kPrefetch + 64 * l), _MM_HINT_T0);
+}
+
+// sums[r * V + i] += code sum of row r against vector i over chunks
+// [c0, c1), for R rows whose 64-byte units lie `stride` bytes apart
+// (code_layout.h). 4 accumulators per (row, vector), one per j.
 template <int R, int V>
-void code_dot(const uint8_t* const* rows, int64_t stride, const int8_t* const* q, int64_t nchunks,
-              int32_t* sums) {
-  constexpr int A = R * V >= 8 ? 1 : 2;  // accumulators per (row, vector): hide vpdpbusd latency
-  __m512i acc[R][V][A];
-  for (int r = 0; r < R; ++r)
-    for (int i = 0; i < V; ++i)
-      for (int a = 0; a < A; ++a) acc[r][i][a] = _mm512_setzero_si512();
-  const __m512i three = _mm512_set1_epi8(3);
-  for (int64_t c = 0; c < nchunks; ++c) {
+void code_segment(const uint8_t* const* rows, int64_t stride, const int8_t* const* q, int64_t c0,
+                  int64_t c1, int64_t* sums) {
+  static_assert(R * V <= 4, "4 accumulators per (row, vector) must fit the 32 registers");
+  __m512i acc[R][V][4];
+  for (auto& a : acc)
+    for (auto& b : a)
+      for (auto& c : b) c = _mm512_setzero_si512();
+  const __m512i mask[4] = {_mm512_set1_epi8(0x03), _mm512_set1_epi8(0x0c), _mm512_set1_epi8(0x30),
+                           _mm512_set1_epi8(int8_t(0xc0))};
+  for (int64_t c = c0; c < c1; ++c) {
+    prefetch_ahead(rows[0] + stride * c);
     __m512i v[R];
     for (int r = 0; r < R; ++r) v[r] = _mm512_load_si512(rows[r] + stride * c);
     for (int j = 0; j < 4; ++j) {
       __m512i x[V];
       for (int i = 0; i < V; ++i) x[i] = _mm512_loadu_si512(q[i] + 256 * c + 64 * j);
       for (int r = 0; r < R; ++r) {
-        const __m512i codes = _mm512_and_si512(j == 0 ? v[r] : _mm512_srli_epi16(v[r], 2 * j), three);
-        for (int i = 0; i < V; ++i)
-          acc[r][i][j % A] = _mm512_dpbusd_epi32(acc[r][i][j % A], codes, x[i]);
+        const __m512i codes = _mm512_and_si512(v[r], mask[j]);  // 4^j * code
+        for (int i = 0; i < V; ++i) acc[r][i][j] = _mm512_dpbusd_epi32(acc[r][i][j], codes, x[i]);
       }
     }
   }
   for (int r = 0; r < R; ++r)
     for (int i = 0; i < V; ++i) {
-      __m512i s = acc[r][i][0];
-      if constexpr (A == 2) s = _mm512_add_epi32(s, acc[r][i][1]);
-      sums[r * V + i] = _mm512_reduce_add_epi32(s);
+      const __m512i lo = _mm512_add_epi32(acc[r][i][0], _mm512_srai_epi32(acc[r][i][1], 2));
+      const __m512i hi = _mm512_add_epi32(_mm512_srai_epi32(acc[r][i][2], 4), _mm512_srai_epi32(acc[r][i][3], 6));
+      sums[r * V + i] += _mm512_reduce_add_epi32(_mm512_add_epi32(lo, hi));
     }
 }
 
-// The same for CodeLayout::Base3x64 rows (K columns, not a multiple of 320
-// in general: the last group carries only (K % 320) / 64 codes per byte).
+// Planes 0..m-1 of base-3 group g (m = 5 except in a row's tail group).
 template <int R, int V>
-void base3_dot(const uint8_t* const* rows, int64_t stride, const int8_t* const* q, int64_t K,
-               int32_t* sums) {
-  constexpr int A = R * V >= 8 ? 1 : 2;
-  __m512i acc[R][V][A];
-  for (int r = 0; r < R; ++r)
-    for (int i = 0; i < V; ++i)
-      for (int a = 0; a < A; ++a) acc[r][i][a] = _mm512_setzero_si512();
-  const __m512i even3 = _mm512_set1_epi16(0x0003), odd3 = _mm512_set1_epi16(0x0300);
-  const __m512i high_bytes = _mm512_set1_epi16(int16_t(0xff00));
-  // Codes 0..m-1 of group g (m = 5 except in the tail group).
-  auto group = [&](int64_t g, int m) {
-    __m512i v[R];
-    for (int r = 0; r < R; ++r) v[r] = _mm512_load_si512(rows[r] + stride * g);
-    for (int n = 0; n < m; ++n) {
-      __m512i x[V];
-      for (int i = 0; i < V; ++i) x[i] = _mm512_loadu_si512(q[i] + 320 * g + 64 * n);
-      for (int r = 0; r < R; ++r) {
-        const __m512i e = _mm512_maddubs_epi16(v[r], even3);  // 3 * b of even bytes
-        const __m512i o = _mm512_maddubs_epi16(v[r], odd3);   // 3 * b of odd bytes
-        // High bytes of e and o, i.e. the codes, back into byte order: e >> 8 | (o & 0xff00).
-        const __m512i codes = _mm512_ternarylogic_epi32(_mm512_srli_epi16(e, 8), o, high_bytes, 0xf8);
-        for (int i = 0; i < V; ++i)
-          acc[r][i][n % A] = _mm512_dpbusd_epi32(acc[r][i][n % A], codes, x[i]);
-        if (n + 1 < m) v[r] = _mm512_add_epi8(_mm512_add_epi8(v[r], v[r]), v[r]);
-      }
+inline void base3_group(const uint8_t* const* rows, int64_t stride, const int8_t* const* q, int64_t g,
+                        int m, __m512i (&a)[R][V], __m512i (&b)[R][V]) {
+  prefetch_ahead(rows[0] + stride * g);
+  __m512i v[R];
+  for (int r = 0; r < R; ++r) v[r] = _mm512_load_si512(rows[r] + stride * g);
+  for (int n = 0; n < m; ++n) {
+    __m512i x[V];
+    for (int i = 0; i < V; ++i) x[i] = _mm512_loadu_si512(q[i] + 320 * g + 64 * n);
+    for (int r = 0; r < R; ++r) {
+      for (int i = 0; i < V; ++i) a[r][i] = _mm512_dpbusd_epi32(a[r][i], v[r], x[i]);  // b_n
+      v[r] = _mm512_add_epi8(_mm512_add_epi8(v[r], v[r]), v[r]);
+      for (int i = 0; i < V; ++i) b[r][i] = _mm512_dpbusd_epi32(b[r][i], v[r], x[i]);  // b_{n+1}
     }
-  };
-  const int64_t full = K / 320;
-  for (int64_t g = 0; g < full; ++g) group(g, 5);
-  if (K % 320) group(full, int(K % 320 / 64));
+  }
+}
+
+// The same as code_segment for CodeLayout::Base3x64 groups [g0, g1) of a
+// row of K columns (the last group of a row may hold fewer than 5 planes).
+template <int R, int V>
+void base3_segment(const uint8_t* const* rows, int64_t stride, const int8_t* const* q, int64_t g0,
+                   int64_t g1, int64_t K, int64_t* sums) {
+  __m512i a[R][V], b[R][V];
+  for (int r = 0; r < R; ++r)
+    for (int i = 0; i < V; ++i) a[r][i] = b[r][i] = _mm512_setzero_si512();
+  const int64_t full = std::min(g1, K / 320);
+  for (int64_t g = g0; g < full; ++g) base3_group<R, V>(rows, stride, q, g, 5, a, b);
+  if (full < g1) base3_group<R, V>(rows, stride, q, full, int(K % 320 / 64), a, b);
   for (int r = 0; r < R; ++r)
     for (int i = 0; i < V; ++i) {
-      __m512i s = acc[r][i][0];
-      if constexpr (A == 2) s = _mm512_add_epi32(s, acc[r][i][1]);
-      sums[r * V + i] = _mm512_reduce_add_epi32(s);
+      const __m512i three_a = _mm512_add_epi32(_mm512_add_epi32(a[r][i], a[r][i]), a[r][i]);
+      sums[r * V + i] += _mm512_reduce_add_epi32(_mm512_srai_epi32(_mm512_sub_epi32(three_a, b[r][i]), 8));
     }
 }
 
+// Code sums of R rows against V vectors over all K columns, in segments.
 template <int R, int V>
 void chunk64_dot(const uint8_t* const* rows, int64_t stride, const int8_t* const* q, int64_t K,
-                 int32_t* sums) {
-  code_dot<R, V>(rows, stride, q, K / 256, sums);
+                 int64_t* sums) {
+  for (int64_t c = 0; c < K / 256; c += kChunkSegment)
+    code_segment<R, V>(rows, stride, q, c, std::min(K / 256, c + kChunkSegment), sums);
 }
 
-using CodeDot = void (*)(const uint8_t* const*, int64_t, const int8_t* const*, int64_t K, int32_t*);
-constexpr int kMaxVecs = 2;  // 4 rows x 2 vectors = 8 accumulators
+template <int R, int V>
+void base3_dot(const uint8_t* const* rows, int64_t stride, const int8_t* const* q, int64_t K,
+               int64_t* sums) {
+  const int64_t groups = (K + 319) / 320;
+  for (int64_t g = 0; g < groups; g += kGroupSegment)
+    base3_segment<R, V>(rows, stride, q, g, std::min(groups, g + kGroupSegment), K, sums);
+}
+
+using CodeDot = void (*)(const uint8_t* const*, int64_t, const int8_t* const*, int64_t K, int64_t*);
+// Chunk64 keeps 4 accumulators per (row, vector): with 2 vectors a call
+// takes at most 2 rows (kRowsPerCall); the missing entries are never used.
 constexpr CodeDot kChunk64[kMaxRows][kMaxVecs] = {
     {&chunk64_dot<1, 1>, &chunk64_dot<1, 2>},
     {&chunk64_dot<2, 1>, &chunk64_dot<2, 2>},
-    {&chunk64_dot<3, 1>, &chunk64_dot<3, 2>},
-    {&chunk64_dot<4, 1>, &chunk64_dot<4, 2>},
+    {&chunk64_dot<3, 1>, nullptr},
+    {&chunk64_dot<4, 1>, nullptr},
 };
 constexpr CodeDot kBase3[kMaxRows][kMaxVecs] = {
     {&base3_dot<1, 1>, &base3_dot<1, 2>},
@@ -140,6 +166,11 @@ constexpr CodeDot kBase3[kMaxRows][kMaxVecs] = {
     {&base3_dot<3, 1>, &base3_dot<3, 2>},
     {&base3_dot<4, 1>, &base3_dot<4, 2>},
 };
+
+// Rows one call of the layout's dot function takes for V vectors.
+int rows_per_call(CodeLayout layout, int V) {
+  return layout == CodeLayout::Chunk64 && V > 1 ? 2 : kMaxRows;
+}
 
 // TQ1_0 stays base 3 (fewer bytes to stream); TQ2_0 is already 2 bits.
 CodeLayout default_layout(const TernaryMatrix& w) {
@@ -186,10 +217,15 @@ void gemm_i8(const TernaryMatrix& w, const int8_t* q, int64_t n, int32_t* sums, 
       const int V = int(std::min<int64_t>(kMaxVecs, n - i));
       const int8_t* qs[kMaxVecs];
       for (int v = 0; v < V; ++v) qs[v] = q + (i + v) * K;
-      int32_t out[kMaxRows * kMaxVecs];
-      dot[R - 1][V - 1](rows, stride, qs, K, out);
-      for (int g = 0; g < R; ++g)
-        for (int v = 0; v < V; ++v) sums[(i + v) * M + r + g] = out[g * V + v] - qsum[i + v];
+      const int step = rows_per_call(layout, V);
+      for (int g0 = 0; g0 < R; g0 += step) {
+        const int rn = std::min(step, R - g0);
+        int64_t out[kMaxRows * kMaxVecs] = {};
+        dot[rn - 1][V - 1](rows + g0, stride, qs, K, out);
+        for (int g = 0; g < rn; ++g)
+          for (int v = 0; v < V; ++v)
+            sums[(i + v) * M + r + g0 + g] = int32_t(out[g * V + v] - qsum[i + v]);
+      }
     }
   }
 }
@@ -202,6 +238,8 @@ std::shared_ptr<const void> prepare(const TernaryMatrix& w) {
   return pack_codes(w, default_layout(w));
 }
 
+int64_t prepared_bytes(const TernaryMatrix& w) { return packed_codes_bytes(w, default_layout(w)); }
+
 bool available(const CpuFeatures& c) {
   return c.avx512f && c.avx512bw && c.avx512vl && c.avx512vnni && c.os_avx512;
 }
@@ -209,7 +247,8 @@ bool available(const CpuFeatures& c) {
 }  // namespace
 
 const KernelSet& avx512_vnni_kernels() {
-  static const KernelSet set{"avx512-vnni", &available, nullptr, &gemv_i8, nullptr, &gemm_i8, &prepare};
+  static const KernelSet set{"avx512-vnni", &available, nullptr, &gemv_i8, nullptr, &gemm_i8, &prepare,
+                             &prepared_bytes};
   return set;
 }
 

@@ -173,6 +173,27 @@ TEST(Avx512, Int8ExactBeyondFloatMantissa) {
   if (ran == 0) GTEST_SKIP() << "no AVX-512 kernel set available here";
 }
 
+// The VNNI loops sum in int32 lanes that would wrap on long rows, so they
+// work in segments (8192 chunks of TQ2_0, 1024 groups of TQ1_0); a row of
+// 2^21 + 768 columns crosses segment ends in both layouts, with sums near
+// the int32 limit of the scalar oracle's range.
+TEST(Avx512, VnniExactAcrossSegments) {
+  REQUIRE_SET(vnni, "avx512-vnni");
+  const int64_t K = (int64_t(1) << 21) + 768, M = 5;
+  for (TensorType type : kTypes)
+    for (Rows rows : {Rows::Plus, Rows::Minus, Rows::Mixed}) {
+      Matrix m = make_matrix(type, M, K, rows, 21);
+      prepare(m, *vnni);
+      for (int fill : {127, -128, 0}) {
+        auto q = fill ? std::vector<int8_t>(size_t(K), int8_t(fill)) : random_int8(K, 22);
+        std::vector<int32_t> want(static_cast<size_t>(M)), got(static_cast<size_t>(M));
+        scalar_kernels().gemv_i8(m.w, q.data(), want.data(), 0, M);
+        vnni->gemv_i8(m.w, q.data(), got.data(), 0, M);
+        EXPECT_EQ(got, want) << "type " << int(type) << " rows " << int(rows) << " q " << fill;
+      }
+    }
+}
+
 TEST(Avx512, RejectsForeignPreparedLayout) {
   REQUIRE_SET(vnni, "avx512-vnni");
   const KernelSet* pext = find_set("avx512-pext");

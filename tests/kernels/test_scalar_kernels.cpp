@@ -221,3 +221,21 @@ TEST(Kernels, ScalarRejectsBadCalls) {
   const auto q = random_int8(256, 7);
   EXPECT_NO_THROW(ks.gemv_i8(bad, q.data(), s.data(), 0, 4));
 }
+
+// A set that prepares a layout reports its size, and the layout stays within
+// 2 bits per weight on rows padded to the largest row group (16): no set
+// expands the weights (seed 003's design doubles them).
+TEST(Kernels, PreparedLayoutsReportSizeAndStayCompact) {
+  for (const KernelSet* s : all_kernel_sets()) {
+    EXPECT_EQ(s->prepare == nullptr, s->prepared_bytes == nullptr) << s->name;
+    if (s->prepare == nullptr || !s->available(cpu_features())) continue;
+    for (gguf::TensorType type : {gguf::TensorType::TQ2_0, gguf::TensorType::TQ1_0})
+      for (auto [M, K] : {std::pair<int64_t, int64_t>{33, 2560}, {4, 6912}, {1, 256}}) {
+        Matrix m = make_matrix(type, M, K, Rows::Mixed, 5);
+        const int64_t bytes = s->prepared_bytes(m.w);
+        EXPECT_GT(bytes, 0) << s->name;
+        EXPECT_LE(bytes, (M + 15) / 16 * 16 * K / 4) << s->name << " " << M << "x" << K;
+        EXPECT_NE(s->prepare(m.w), nullptr) << s->name;
+      }
+  }
+}
