@@ -4,6 +4,7 @@
 // exact per-row scales are copied out.
 #pragma once
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <span>
 #include <string>
@@ -82,7 +83,7 @@ struct RunState {
   std::vector<float> att;      // [n_threads][max_seq] attention scores
   std::vector<int8_t> xq;      // [max_batch][max(dim, q_dim, hidden_dim)] int8 input
   std::vector<float> xq_scale; // [max_batch] 127 / absmax per token
-  std::vector<int32_t> isum;   // [max_batch][max(q_dim, hidden_dim, dim)] int8-mode sums
+  std::vector<int32_t> isum;   // [max_batch][max(q_dim + 2 kv_dim, 2 hidden_dim, dim)] int8 sums
   std::vector<float> logits;   // [n][vocab] of the last forward() (grows on demand)
   std::vector<float> key_cache;    // [n_layers][max_seq][kv_dim]
   std::vector<float> value_cache;  // [n_layers][max_seq][kv_dim]
@@ -114,7 +115,12 @@ class Model {
   explicit Model(gguf::File f) : file_(std::move(f)) {}
   // logits: [n][vocab] (or [1][vocab] with last_only); null skips the head.
   void forward_batch(const int32_t* tokens, int n, int pos, float* logits, bool last_only);
-  void linear(const Linear& l, const float* x, int n, float* y);
+  // One ternary product y[n][rows] = W x[n][cols].
+  struct Product {
+    const Linear* l;
+    float* y;
+  };
+  void linears(std::initializer_list<Product> ps, const float* x, int n);
 
   gguf::File file_;
   const KernelSet* kernels_ = nullptr;

@@ -19,9 +19,11 @@ void softmax(float* x, int n);
 // One query position attending causally over positions 0..n_pos-1 of the
 // cache. q: [n_heads][head_dim]; keys/values: [n_pos][n_kv_heads*head_dim];
 // out: [n_heads][head_dim]; scratch: [n_pos]. Head h reads KV head
-// h / (n_heads / n_kv_heads) (grouped-query attention).
+// h / (n_heads / n_kv_heads) (grouped-query attention). Only heads
+// [h0, h1) are computed (all when h1 < 0), so threads can share one token.
 void attention(float* out, const float* q, const float* keys, const float* values, int n_pos,
-               int n_heads, int n_kv_heads, int head_dim, float* scratch);
+               int n_heads, int n_kv_heads, int head_dim, float* scratch, int h0 = 0,
+               int h1 = -1);
 
 // gate[i] = silu(gate[i]) * up[i]
 void swiglu(float* gate, const float* up, int n);

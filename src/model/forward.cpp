@@ -32,7 +32,9 @@ void Model::reset(int max_seq, int max_batch) {
   s.att.assign(size_t(omp_get_max_threads()) * max_seq, 0.0f);
   s.xq.assign(B * widest, 0);
   s.xq_scale.assign(B, 0.0f);
-  s.isum.assign(B * widest, 0);
+  // Sums of the widest group of products sharing an input (linears).
+  const size_t group_rows = size_t(std::max({c.q_dim() + 2 * c.kv_dim(), 2 * c.hidden_dim, c.dim}));
+  s.isum.assign(B * group_rows, 0);
   s.logits.assign(size_t(c.vocab_size), 0.0f);
   const size_t cache = size_t(c.n_layers) * max_seq * c.kv_dim();
   s.key_cache.assign(cache, 0.0f);
@@ -47,32 +49,34 @@ static void quantize_batch(RunState& s, const float* x, int n, int in_dim) {
         ops::quantize_int8(x + size_t(i) * in_dim, s.xq.data() + size_t(i) * in_dim, in_dim);
 }
 
-// y[n][rows] = W x[n][cols]. In int8 mode the input must already be in
-// state_.xq (quantize_batch).
-void Model::linear(const Linear& l, const float* x, int n, float* y) {
+// Products that share the input x[n][cols] (q, k and v; gate and up), in
+// one parallel region: each thread takes the same share of every matrix, so
+// a decode step waits at one barrier per group instead of one per matrix.
+// In int8 mode the input must already be in state_.xq (quantize_batch).
+void Model::linears(std::initializer_list<Product> ps, const float* x, int n) {
   const KernelSet& k = *kernels_;
-  const TernaryMatrix& w = l.w;
-  const int64_t M = w.rows;
   RunState& s = state_;
   const bool int8 = config_.act_mode == ActMode::Int8;
 #pragma omp parallel
   {
     const int nt = omp_get_num_threads(), t = omp_get_thread_num();
-    const int64_t r0 = M * t / nt, r1 = M * (t + 1) / nt;
-    if (r0 < r1) {
-      if (!int8) {
-        if (n == 1) k.gemv_f32(w, x, y, r0, r1);
-        else k.gemm_f32(w, x, n, y, r0, r1);
-      } else {
-        int32_t* sums = s.isum.data();
+    int32_t* sums = s.isum.data();  // [n][M] per product, one after another
+    for (const Product& p : ps) {
+      const TernaryMatrix& w = p.l->w;
+      const int64_t M = w.rows, r0 = M * t / nt, r1 = M * (t + 1) / nt;
+      if (r0 < r1 && !int8) {
+        if (n == 1) k.gemv_f32(w, x, p.y, r0, r1);
+        else k.gemm_f32(w, x, n, p.y, r0, r1);
+      } else if (r0 < r1) {
         if (n == 1) k.gemv_i8(w, s.xq.data(), sums, r0, r1);
         else k.gemm_i8(w, s.xq.data(), n, sums, r0, r1);
         for (int i = 0; i < n; ++i) {
           const float inv = 1.0f / s.xq_scale[size_t(i)];
           for (int64_t r = r0; r < r1; ++r)
-            y[size_t(i) * M + r] = float(sums[size_t(i) * M + r]) * (w.row_scale[r] * inv);
+            p.y[size_t(i) * M + r] = float(sums[size_t(i) * M + r]) * (w.row_scale[r] * inv);
         }
       }
+      sums += size_t(n) * size_t(M);
     }
   }
 }
@@ -118,35 +122,34 @@ void Model::forward_batch(const int32_t* tokens, int n, int pos, float* logits, 
       ops::rmsnorm(s.xb.data() + size_t(i) * D, s.x.data() + size_t(i) * D, L.attn_norm, D,
                    c.norm_eps);
     if (int8) quantize_batch(s, s.xb.data(), n, D);
-    linear(L.wq, s.xb.data(), n, s.q.data());
-    linear(L.wk, s.xb.data(), n, s.k.data());
-    linear(L.wv, s.xb.data(), n, s.v.data());
+    linears({{&L.wq, s.q.data()}, {&L.wk, s.k.data()}, {&L.wv, s.v.data()}}, s.xb.data(), n);
     for (int i = 0; i < n; ++i) {
       ops::rope(s.q.data() + size_t(i) * QD, c.n_heads, c.head_dim, pos + i, c.rope_theta);
       ops::rope(s.k.data() + size_t(i) * KV, c.n_kv_heads, c.head_dim, pos + i, c.rope_theta);
       std::memcpy(kc + size_t(pos + i) * KV, s.k.data() + size_t(i) * KV, KV * sizeof(float));
       std::memcpy(vc + size_t(pos + i) * KV, s.v.data() + size_t(i) * KV, KV * sizeof(float));
     }
+    // One item per (token, head): a decode step spreads its heads over the threads.
 #pragma omp parallel for schedule(dynamic, 1)
-    for (int i = 0; i < n; ++i) {
+    for (int item = 0; item < n * c.n_heads; ++item) {
+      const int i = item / c.n_heads, h = item % c.n_heads;
       float* scratch = s.att.data() + size_t(omp_get_thread_num()) * s.max_seq;
       ops::attention(s.xb2.data() + size_t(i) * QD, s.q.data() + size_t(i) * QD, kc, vc,
-                     pos + i + 1, c.n_heads, c.n_kv_heads, c.head_dim, scratch);
+                     pos + i + 1, c.n_heads, c.n_kv_heads, c.head_dim, scratch, h, h + 1);
     }
     if (int8) quantize_batch(s, s.xb2.data(), n, QD);
-    linear(L.wo, s.xb2.data(), n, s.xb.data());
+    linears({{&L.wo, s.xb.data()}}, s.xb2.data(), n);
     for (size_t j = 0; j < size_t(n) * D; ++j) s.x[j] += s.xb[j];
 
     for (int i = 0; i < n; ++i)
       ops::rmsnorm(s.xb.data() + size_t(i) * D, s.x.data() + size_t(i) * D, L.ffn_norm, D,
                    c.norm_eps);
     if (int8) quantize_batch(s, s.xb.data(), n, D);
-    linear(L.w_gate, s.xb.data(), n, s.hb.data());
-    linear(L.w_up, s.xb.data(), n, s.hb2.data());
+    linears({{&L.w_gate, s.hb.data()}, {&L.w_up, s.hb2.data()}}, s.xb.data(), n);
     for (int i = 0; i < n; ++i)
       ops::swiglu(s.hb.data() + size_t(i) * H, s.hb2.data() + size_t(i) * H, H);
     if (int8) quantize_batch(s, s.hb.data(), n, H);
-    linear(L.w_down, s.hb.data(), n, s.xb.data());
+    linears({{&L.w_down, s.xb.data()}}, s.hb.data(), n);
     for (size_t j = 0; j < size_t(n) * D; ++j) s.x[j] += s.xb[j];
   }
 

@@ -39,11 +39,11 @@ void softmax(float* x, int n) {
 }
 
 void attention(float* out, const float* q, const float* keys, const float* values, int n_pos,
-               int n_heads, int n_kv_heads, int head_dim, float* scratch) {
+               int n_heads, int n_kv_heads, int head_dim, float* scratch, int h0, int h1) {
   const int kv_dim = n_kv_heads * head_dim;
   const int group = n_heads / n_kv_heads;
   const float scale = 1.0f / std::sqrt(float(head_dim));
-  for (int h = 0; h < n_heads; ++h) {
+  for (int h = h0; h < (h1 < 0 ? n_heads : h1); ++h) {
     const float* qh = q + h * head_dim;
     const int kvh = h / group;
     for (int t = 0; t < n_pos; ++t) {

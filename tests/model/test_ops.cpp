@@ -86,6 +86,24 @@ TEST(Ops, GroupedQueryAttentionMatchesNaive) {
   }
 }
 
+// Threads split a token's heads: each head range writes only its heads, and
+// the pieces equal the whole.
+TEST(Ops, AttentionHeadRangesComposeToTheWhole) {
+  const int H = 8, KVH = 2, hd = 16, n_pos = 9;
+  auto q = randv(H * hd, 15), keys = randv(n_pos * KVH * hd, 16), values = randv(n_pos * KVH * hd, 17);
+  std::vector<float> whole(H * hd), parts(H * hd, -3.0f), scratch(n_pos);
+  tern::ops::attention(whole.data(), q.data(), keys.data(), values.data(), n_pos, H, KVH, hd,
+                       scratch.data());
+  tern::ops::attention(parts.data(), q.data(), keys.data(), values.data(), n_pos, H, KVH, hd,
+                       scratch.data(), 2, 5);
+  for (int i = 0; i < H * hd; ++i)
+    if (i < 2 * hd || i >= 5 * hd) EXPECT_EQ(parts[i], -3.0f) << "wrote outside heads 2..4 at " << i;
+  for (int h : {0, 1, 5, 6, 7})
+    tern::ops::attention(parts.data(), q.data(), keys.data(), values.data(), n_pos, H, KVH, hd,
+                         scratch.data(), h, h + 1);
+  EXPECT_EQ(parts, whole);
+}
+
 TEST(Ops, AttentionOverOnePositionReturnsItsValue) {
   const int H = 4, KVH = 4, hd = 8;
   auto q = randv(H * hd, 8), k = randv(KVH * hd, 9), v = randv(KVH * hd, 10);
