@@ -33,7 +33,8 @@ void swiglu(float* gate, const float* up, int n);
 // Returns s.
 float quantize_int8(const float* x, int8_t* q, int n);
 
-// Plain float dot product, in index order (the float output head).
+// Float dot product in eight interleaved partial sums, in a fixed order
+// (attention scores, the float output head).
 float dot(const float* a, const float* b, int n);
 
 }  // namespace tern::ops

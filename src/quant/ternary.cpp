@@ -173,6 +173,15 @@ int64_t find_invalid_tq2_code(const uint8_t* in, int64_t K) {
   check_k(K);
   for (int64_t i = 0; i < K / QK; ++i) {
     const uint8_t* b = in + i * kTQ2Bytes;
+    // Runs over every weight at load: test 32 codes per word for a field
+    // with both bits set, and look closer only in a block that has one.
+    uint64_t both = 0;
+    for (int j = 0; j < QK / 4; j += 8) {
+      uint64_t v;
+      std::memcpy(&v, b + j, 8);
+      both |= v & (v >> 1) & 0x5555555555555555ull;
+    }
+    if (both == 0) continue;
     for (int e = 0; e < QK; ++e) {
       const int h = e / 128, n = (e % 128) / 32, m = e % 32;
       if (((b[32 * h + m] >> (2 * n)) & 3) == 3) return i * QK + e;

@@ -139,3 +139,15 @@ TEST(Ops, Int8QuantizationOfZerosIsFinite) {
 }
 
 }  // namespace
+
+TEST(Ops, DotMatchesDoubleOnAnyLength) {
+  for (int n : {1, 7, 8, 9, 96, 257}) {
+    auto a = randv(n, uint32_t(20 + n)), b = randv(n, uint32_t(40 + n));
+    double want = 0, mag = 0;
+    for (int i = 0; i < n; ++i) {
+      want += double(a[i]) * b[i];
+      mag += std::fabs(double(a[i]) * b[i]);
+    }
+    EXPECT_NEAR(tern::ops::dot(a.data(), b.data(), n), want, 1e-6 * mag + 1e-12) << n;
+  }
+}
