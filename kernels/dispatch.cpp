@@ -44,18 +44,21 @@ constexpr SetAccessor kSetTable[] = {
     &scalar_kernels,
 };
 
-std::string join_names(bool only_available) {
+bool supports(const KernelSet& s, ActMode mode) {
+  return mode == ActMode::Float ? s.gemv_f32 && s.gemm_f32 : s.gemv_i8 && s.gemm_i8;
+}
+
+// Names of the sets built in; only_available: those this CPU runs; with a
+// mode, only those that have its path.
+std::string join_names(bool only_available, const ActMode* mode = nullptr) {
   std::string out;
   for (const KernelSet* s : all_kernel_sets()) {
     if (only_available && !s->available(cpu_features())) continue;
+    if (mode && !supports(*s, *mode)) continue;
     if (!out.empty()) out += ", ";
     out += s->name;
   }
   return out;
-}
-
-bool supports(const KernelSet& s, ActMode mode) {
-  return mode == ActMode::Float ? s.gemv_f32 && s.gemm_f32 : s.gemv_i8 && s.gemm_i8;
 }
 
 const char* mode_name(ActMode mode) { return mode == ActMode::Float ? "float" : "int8"; }
@@ -113,7 +116,7 @@ const KernelSet& active_kernels(ActMode mode) {
   if (want == nullptr) return best_available(mode);
   if (!supports(*want, mode))
     throw Error(std::string("kernel ") + want->name + " has no " + mode_name(mode) +
-                "-activation path (use one of: " + join_names(true) + ")");
+                "-activation path (use one of: " + join_names(true, &mode) + ")");
   return *want;
 }
 

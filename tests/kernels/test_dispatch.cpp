@@ -53,6 +53,36 @@ TEST(Dispatch, ForceKernels) {
   }
 }
 
+// A forced set without the model's activation mode is an error that lists
+// only the sets this CPU can run in that mode.
+TEST(Dispatch, MissingModeNamesTheSetsThatHaveIt) {
+  int ran = 0;
+  for (const KernelSet* s : all_kernel_sets())
+    for (ActMode mode : {ActMode::Float, ActMode::Int8}) {
+      if (!s->available(cpu_features()) || kernel_supports(*s, mode)) continue;
+      force_kernels(s->name);
+      try {
+        active_kernels(mode);
+        ADD_FAILURE() << s->name << " has no path for the mode, yet no throw";
+      } catch (const Error& e) {
+        const std::string msg = e.what();
+        const size_t at = msg.find("use one of: ");
+        ASSERT_NE(at, std::string::npos) << msg;
+        std::stringstream list(msg.substr(at + 12, msg.size() - at - 13));
+        for (std::string name; std::getline(list >> std::ws, name, ',');) {
+          const KernelSet* named = nullptr;
+          for (const KernelSet* t : all_kernel_sets())
+            if (name == t->name) named = t;
+          ASSERT_NE(named, nullptr) << name << " in: " << msg;
+          EXPECT_TRUE(kernel_supports(*named, mode)) << name << " in: " << msg;
+        }
+      }
+      ++ran;
+    }
+  force_kernels("auto");
+  if (ran == 0) GTEST_SKIP() << "every set available here has both modes";
+}
+
 TEST(Dispatch, EnvironmentSelectsScalar) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(

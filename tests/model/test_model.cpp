@@ -106,6 +106,34 @@ TEST_P(WholeModel, GreedyGenerationIsDeterministic) {
   EXPECT_EQ(a, once());
 }
 
+// Same seed, same input, same text on every kernel path the model's
+// activation mode can take (float kernels differ from scalar only by
+// reassociation, far below the gaps between these logits).
+TEST_P(WholeModel, GreedyTextIsTheSameOnEveryKernel) {
+  const Packed p = packed(GetParam());
+  auto text_on = [&](const char* kernel) {
+    tern::force_kernels(kernel);
+    auto m = tern::Model::load(p.tq2);
+    tern::Tokenizer tok(m->file());
+    tern::Sampler s({0.0f, 40, 0.95f, 1});
+    std::string text;
+    tern::generate(*m, tok, "In the beginning", 24, s, [&](const std::string& t) { text += t; });
+    return std::pair{text, std::string(m->kernels().name)};
+  };
+  const tern::ActMode mode = tern::Model::load(p.tq2)->config().act_mode;
+  const auto want = text_on("scalar");
+  int ran = 0;
+  for (const tern::KernelSet* k : tern::all_kernel_sets()) {
+    if (!k->available(tern::cpu_features()) || !tern::kernel_supports(*k, mode)) continue;
+    const auto [text, used] = text_on(k->name);
+    EXPECT_EQ(used, k->name);
+    EXPECT_EQ(text, want.first) << k->name;
+    ++ran;
+  }
+  tern::force_kernels("auto");
+  EXPECT_GE(ran, 1);
+}
+
 // bitnet: int8 activations; ternary: float; bf16: float with a BF16 output head.
 INSTANTIATE_TEST_SUITE_P(Checkpoints, WholeModel, ::testing::Values("bitnet", "ternary", "bf16"),
                          [](const auto& info) {
