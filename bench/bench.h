@@ -58,8 +58,11 @@ struct RoofBuffer {
   size_t bytes = 0;
   size_t slice_bytes() const { return bytes / kRoofSlices; }
 };
-RoofBuffer roof_buffer();  // allocated and filled on first use
+RoofBuffer roof_buffer();  // allocated and filled on first use; kept beside the matrices
 void release_roof_buffer();
 uint64_t read_slice(const RoofBuffer& b, int slice, int threads, const char** isa);
+// Reads `bytes` (rounded down to 256) from `offset`, split over `threads`
+// like a GEMV's rows: the roof paired with each cold GEMV call.
+uint64_t read_range(const RoofBuffer& b, size_t offset, size_t bytes, int threads);
 
 }  // namespace tern::bench

@@ -2,14 +2,17 @@
 // plain read-bandwidth roof measured by the same binary. Names:
 //   gemv/<set>/<TQ2_0|TQ1_0>/<float|int8>/<M>x<K>/threads:<T>/<warm|cold>
 //   roof/read/threads:<T>
-// (Google Benchmark appends /real_time: the work runs on OpenMP threads, so
-// wall time, not the main thread's CPU time, is what counts.)
+// (Google Benchmark appends /real_time to the roof and /manual_time to the
+// GEMVs: the work runs on OpenMP threads, so wall time, not the main
+// thread's CPU time, is what counts, and a cold GEMV's time excludes the
+// paired roof read that follows it.)
 // bench/README.md has the commands; bench/summarize.py turns --benchmark_format=json
 // output into the markdown table of docs/PERFORMANCE.md.
 #include <benchmark/benchmark.h>
 #include <omp.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -98,13 +101,41 @@ void bm_gemv(benchmark::State& st, const Case& c) {
     st.SkipWithError(e.what());
     return;
   }
+  // Cold calls are paired with a plain read of as many bytes from the roof
+  // buffer, on as many threads, right after each call: this machine's
+  // bandwidth drifts with its neighbours by up to 2x within minutes, so a
+  // roof measured once per run is no yardstick; the paired one sees the same
+  // conditions as the call it follows.
+  RoofBuffer roof;
+  if (c.cold) {
+    try {
+      roof = roof_buffer();
+    } catch (const std::exception& e) {
+      st.SkipWithError(e.what());
+      return;
+    }
+  }
+  const size_t span = roof.bytes > size_t(rot.read_bytes) ? roof.bytes - size_t(rot.read_bytes) : 0;
+  static size_t roof_at = 0;  // rotates through the buffer across calls
+  using clock = std::chrono::steady_clock;
+  double kernel_s = 0, roof_s = 0;
   int threads_seen = 0;
   bool ok = true;
   for (auto _ : st) {
+    const auto t0 = clock::now();
     ok &= split_gemv(c, rot.advance(), x.data(), q.data(), y.data(), sums.data(), &threads_seen);
     benchmark::DoNotOptimize(y.data());
     benchmark::DoNotOptimize(sums.data());
     benchmark::ClobberMemory();
+    const auto t1 = clock::now();
+    if (c.cold && span > 0) {
+      roof_at = (roof_at + size_t(rot.read_bytes) + 4096) % span;
+      benchmark::DoNotOptimize(read_range(roof, roof_at, size_t(rot.read_bytes), c.threads));
+      roof_s += std::chrono::duration<double>(clock::now() - t1).count();
+    }
+    const double dt = std::chrono::duration<double>(t1 - t0).count();
+    kernel_s += dt;
+    st.SetIterationTime(dt);
   }
   if (!ok) {
     st.SkipWithError("a kernel threw during the timed loop");
@@ -117,9 +148,13 @@ void bm_gemv(benchmark::State& st, const Case& c) {
     return;
   }
   using benchmark::Counter;
-  const double iters = double(st.iterations());
-  st.counters["GB/s"] = Counter(iters * double(rot.read_bytes) / 1e9, Counter::kIsRate, Counter::kIs1000);
-  st.counters["Gw/s"] = Counter(iters * double(M) * double(K) / 1e9, Counter::kIsRate, Counter::kIs1000);
+  const double iters = double(st.iterations()), bytes = iters * double(rot.read_bytes);
+  st.counters["GB/s"] = Counter(bytes / kernel_s / 1e9);
+  st.counters["Gw/s"] = Counter(iters * double(M) * double(K) / kernel_s / 1e9);
+  if (roof_s > 0) {
+    st.counters["roof_GB/s"] = Counter(bytes / roof_s / 1e9);  // the paired plain read
+    st.counters["pct_roof"] = Counter(100.0 * roof_s / kernel_s);
+  }
   st.counters["bytes"] = Counter(double(rot.read_bytes));  // weight bytes per GEMV
   st.counters["copies"] = Counter(double(rot.mats.size()));
   st.SetLabel(rot.packed ? "prepared layout" : "gguf layout");
@@ -191,7 +226,7 @@ void register_all() {
                                        std::to_string(shape.K) + "/threads:" + std::to_string(t) +
                                        (cold ? "/cold" : "/warm");
               benchmark::RegisterBenchmark(name.c_str(), [c](benchmark::State& st) { bm_gemv(st, c); })
-                  ->UseRealTime()
+                  ->UseManualTime()
                   ->Unit(benchmark::kMicrosecond);
             }
         }

@@ -96,7 +96,6 @@ int64_t matrix_bytes(const RawSet& r) { return r.M * r.row_bytes; }
 
 void make_original(RawSet& r, gguf::TensorType type, int64_t M, int64_t K) {
   release_matrices();
-  release_roof_buffer();
   r.type = type;
   r.M = M;
   r.K = K;

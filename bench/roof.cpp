@@ -112,7 +112,6 @@ size_t g_bytes = 0;
 
 RoofBuffer roof_buffer() {
   if (!g_buf) {
-    release_matrices();
     constexpr size_t kUnit = size_t(kRoofSlices) << 21;  // whole 2 MiB pages per slice
     const size_t bytes = (size_t(cold_bytes()) + kUnit - 1) / kUnit * kUnit;
     check_fits(int64_t(bytes), "read-roof buffer");
@@ -133,6 +132,21 @@ RoofBuffer roof_buffer() {
 void release_roof_buffer() {
   g_buf.reset();
   g_bytes = 0;
+}
+
+uint64_t read_range(const RoofBuffer& b, size_t offset, size_t bytes, int threads) {
+  const char* isa = "";
+  const SumFn sum = pick(&isa);
+  const size_t chunks = bytes / kChunk;
+  const uint8_t* base = b.data + offset / kChunk * kChunk;
+  uint64_t total = 0;
+#pragma omp parallel num_threads(threads) reduction(+ : total)
+  {
+    const size_t nt = size_t(omp_get_num_threads()), t = size_t(omp_get_thread_num());
+    const size_t c0 = chunks * t / nt, c1 = chunks * (t + 1) / nt;
+    if (c0 < c1) total += sum(base + c0 * kChunk, (c1 - c0) * kChunk);
+  }
+  return total;
 }
 
 uint64_t read_slice(const RoofBuffer& b, int slice, int threads, const char** isa) {
