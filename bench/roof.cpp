@@ -150,17 +150,8 @@ uint64_t read_range(const RoofBuffer& b, size_t offset, size_t bytes, int thread
 }
 
 uint64_t read_slice(const RoofBuffer& b, int slice, int threads, const char** isa) {
-  const SumFn sum = pick(isa);
-  const size_t chunks = b.slice_bytes() / kChunk;
-  const uint8_t* base = b.data + size_t(slice) * b.slice_bytes();
-  uint64_t total = 0;
-#pragma omp parallel num_threads(threads) reduction(+ : total)
-  {
-    const size_t nt = size_t(omp_get_num_threads()), t = size_t(omp_get_thread_num());
-    const size_t c0 = chunks * t / nt, c1 = chunks * (t + 1) / nt;
-    if (c0 < c1) total += sum(base + c0 * kChunk, (c1 - c0) * kChunk);
-  }
-  return total;
+  pick(isa);
+  return read_range(b, size_t(slice) * b.slice_bytes(), b.slice_bytes(), threads);
 }
 
 }  // namespace tern::bench
