@@ -9,7 +9,7 @@
 // end. Per 64 weights and row: one vpandd and one vpdpbusd, the least any
 // byte-code layout allows (a shift per code, as in an earlier version, made
 // the loop 1.3x slower with warm caches and kept it further from the memory
-// roof with cold ones). The 4 rows of a group are interleaved by 64-byte
+// roof with cold ones). Prompt batches keep the shift (code_segment says why). The 4 rows of a group are interleaved by 64-byte
 // unit, so the group streams its weights as one sequential run
 // (code_layout.h), which the loop prefetches kPrefetch bytes ahead.
 //
@@ -52,7 +52,7 @@ constexpr int kMaxVecs = 2;
 // steps of one group, enough to cover DRAM latency on one core (1-4 KiB
 // measured within 3% of each other; none 1.25x worse).
 constexpr int64_t kPrefetch = 2048;
-// Chunks (256 columns) per int32 segment in code_dot: lane j = 3 gathers
+// Chunks (256 columns) per int32 segment in code_segment: lane j = 3 gathers
 // 64 * 2 * 128 * 4 per chunk in magnitude, < 2^31 over 8192 chunks.
 constexpr int64_t kChunkSegment = 8192;
 // Groups (320 columns) per segment in base3_dot: 3A - B gathers 256 * 2 *
@@ -67,12 +67,17 @@ inline void prefetch_ahead(const uint8_t* at) {
 
 // sums[r * V + i] += code sum of row r against vector i over chunks
 // [c0, c1), for R rows whose 64-byte units lie `stride` bytes apart
-// (code_layout.h). 4 accumulators per (row, vector), one per j.
+// (code_layout.h). With one vector (decode) the codes stay in place, times
+// 4^j, in 4 accumulators per row (kPerJ); with more (prompt batches) they
+// are shifted down and masked into one accumulator per (row, vector), so 4
+// rows x 2 vectors fit the registers and each chunk serves both vectors
+// (4 accumulators per pair at 2 rows per call made prompts 1.4x slower).
 template <int R, int V>
 void code_segment(const uint8_t* const* rows, int64_t stride, const int8_t* const* q, int64_t c0,
                   int64_t c1, int64_t* sums) {
-  static_assert(R * V <= 4, "4 accumulators per (row, vector) must fit the 32 registers");
-  __m512i acc[R][V][4];
+  constexpr bool kPerJ = V == 1;
+  constexpr int A = kPerJ ? 4 : 1;
+  __m512i acc[R][V][A];
   for (auto& a : acc)
     for (auto& b : a)
       for (auto& c : b) c = _mm512_setzero_si512();
@@ -86,16 +91,21 @@ void code_segment(const uint8_t* const* rows, int64_t stride, const int8_t* cons
       __m512i x[V];
       for (int i = 0; i < V; ++i) x[i] = _mm512_loadu_si512(q[i] + 256 * c + 64 * j);
       for (int r = 0; r < R; ++r) {
-        const __m512i codes = _mm512_and_si512(v[r], mask[j]);  // 4^j * code
-        for (int i = 0; i < V; ++i) acc[r][i][j] = _mm512_dpbusd_epi32(acc[r][i][j], codes, x[i]);
+        const __m512i codes = kPerJ || j == 0 ? _mm512_and_si512(v[r], mask[kPerJ ? j : 0])  // 4^j * code
+                                              : _mm512_and_si512(_mm512_srli_epi16(v[r], 2 * j), mask[0]);
+        for (int i = 0; i < V; ++i)
+          acc[r][i][kPerJ ? j : 0] = _mm512_dpbusd_epi32(acc[r][i][kPerJ ? j : 0], codes, x[i]);
       }
     }
   }
   for (int r = 0; r < R; ++r)
     for (int i = 0; i < V; ++i) {
-      const __m512i lo = _mm512_add_epi32(acc[r][i][0], _mm512_srai_epi32(acc[r][i][1], 2));
-      const __m512i hi = _mm512_add_epi32(_mm512_srai_epi32(acc[r][i][2], 4), _mm512_srai_epi32(acc[r][i][3], 6));
-      sums[r * V + i] += _mm512_reduce_add_epi32(_mm512_add_epi32(lo, hi));
+      __m512i s = acc[r][i][0];
+      if constexpr (kPerJ) {
+        const __m512i hi = _mm512_add_epi32(_mm512_srai_epi32(acc[r][i][2], 4), _mm512_srai_epi32(acc[r][i][3], 6));
+        s = _mm512_add_epi32(_mm512_add_epi32(s, _mm512_srai_epi32(acc[r][i][1], 2)), hi);
+      }
+      sums[r * V + i] += _mm512_reduce_add_epi32(s);
     }
 }
 
@@ -152,13 +162,11 @@ void base3_dot(const uint8_t* const* rows, int64_t stride, const int8_t* const* 
 }
 
 using CodeDot = void (*)(const uint8_t* const*, int64_t, const int8_t* const*, int64_t K, int64_t*);
-// Chunk64 keeps 4 accumulators per (row, vector): with 2 vectors a call
-// takes at most 2 rows (kRowsPerCall); the missing entries are never used.
 constexpr CodeDot kChunk64[kMaxRows][kMaxVecs] = {
     {&chunk64_dot<1, 1>, &chunk64_dot<1, 2>},
     {&chunk64_dot<2, 1>, &chunk64_dot<2, 2>},
-    {&chunk64_dot<3, 1>, nullptr},
-    {&chunk64_dot<4, 1>, nullptr},
+    {&chunk64_dot<3, 1>, &chunk64_dot<3, 2>},
+    {&chunk64_dot<4, 1>, &chunk64_dot<4, 2>},
 };
 constexpr CodeDot kBase3[kMaxRows][kMaxVecs] = {
     {&base3_dot<1, 1>, &base3_dot<1, 2>},
@@ -166,11 +174,6 @@ constexpr CodeDot kBase3[kMaxRows][kMaxVecs] = {
     {&base3_dot<3, 1>, &base3_dot<3, 2>},
     {&base3_dot<4, 1>, &base3_dot<4, 2>},
 };
-
-// Rows one call of the layout's dot function takes for V vectors.
-int rows_per_call(CodeLayout layout, int V) {
-  return layout == CodeLayout::Chunk64 && V > 1 ? 2 : kMaxRows;
-}
 
 // TQ1_0 stays base 3 (fewer bytes to stream); TQ2_0 is already 2 bits.
 CodeLayout default_layout(const TernaryMatrix& w) {
@@ -217,15 +220,10 @@ void gemm_i8(const TernaryMatrix& w, const int8_t* q, int64_t n, int32_t* sums, 
       const int V = int(std::min<int64_t>(kMaxVecs, n - i));
       const int8_t* qs[kMaxVecs];
       for (int v = 0; v < V; ++v) qs[v] = q + (i + v) * K;
-      const int step = rows_per_call(layout, V);
-      for (int g0 = 0; g0 < R; g0 += step) {
-        const int rn = std::min(step, R - g0);
-        int64_t out[kMaxRows * kMaxVecs] = {};
-        dot[rn - 1][V - 1](rows + g0, stride, qs, K, out);
-        for (int g = 0; g < rn; ++g)
-          for (int v = 0; v < V; ++v)
-            sums[(i + v) * M + r + g0 + g] = int32_t(out[g * V + v] - qsum[i + v]);
-      }
+      int64_t out[kMaxRows * kMaxVecs] = {};
+      dot[R - 1][V - 1](rows, stride, qs, K, out);
+      for (int g = 0; g < R; ++g)
+        for (int v = 0; v < V; ++v) sums[(i + v) * M + r + g] = int32_t(out[g * V + v] - qsum[i + v]);
     }
   }
 }

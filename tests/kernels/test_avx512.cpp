@@ -191,6 +191,12 @@ TEST(Avx512, VnniExactAcrossSegments) {
         vnni->gemv_i8(m.w, q.data(), got.data(), 0, M);
         EXPECT_EQ(got, want) << "type " << int(type) << " rows " << int(rows) << " q " << fill;
       }
+      // Prompt batches take the other loop of each layout.
+      const auto q2 = random_int8(2 * K, 23);
+      std::vector<int32_t> want(static_cast<size_t>(2 * M)), got(static_cast<size_t>(2 * M));
+      scalar_kernels().gemm_i8(m.w, q2.data(), 2, want.data(), 0, M);
+      vnni->gemm_i8(m.w, q2.data(), 2, got.data(), 0, M);
+      EXPECT_EQ(got, want) << "type " << int(type) << " rows " << int(rows) << " n 2";
     }
 }
 
