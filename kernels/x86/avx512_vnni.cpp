@@ -1,15 +1,17 @@
 // avx512-vnni: int8 activations, 512-bit vpdpbusd over weight codes t + 1.
 //
 // TQ2_0 weights are repacked at load into CodeLayout::Chunk64
-// (code_layout.h): one aligned 64-byte load holds 256 weights, and
-// v & (3 << 2j) for j = 0..3 gives the byte codes of 64 consecutive columns
-// each, times 4^j, lined up with the activations as they lie in memory. The
-// 4^j stays in the products: each j has its own accumulator, shifted right
-// by 2j (exact: every product in it is a multiple of 4^j) once per row at the
-// end. Per 64 weights and row: one vpandd and one vpdpbusd, the least any
-// byte-code layout allows (a shift per code, as in an earlier version, made
-// the loop 1.3x slower with warm caches and kept it further from the memory
-// roof with cold ones). Prompt batches keep the shift (code_segment says why). The 4 rows of a group are interleaved by 64-byte
+// (code_layout.h): one aligned 64-byte load v holds 256 weights; v and
+// v >> 4 masked with 0x03 and 0x0c give the byte codes of 64 consecutive
+// columns each (times 1 or 4), lined up with the activations as they lie in
+// memory. The factor 4 stays in the products: codes 1 and 3 go to their own
+// accumulator, shifted right by 2 once per row at the end (exact: every
+// product in it is a multiple of 4). Per 64 weights and row: one vpandd and
+// one vpdpbusd, plus one shift per 256. A shift per code (the first
+// version) was 1.3x slower from cache and further from the memory roof;
+// masking all four codes in place (4 accumulators per row) left GCC 12
+// shuffling 16 accumulators through the stack, 5% further from the roof.
+// Prompt batches shift each code (code_segment says why). The 4 rows of a group are interleaved by 64-byte
 // unit, so the group streams its weights as one sequential run
 // (code_layout.h), which the loop prefetches kPrefetch bytes ahead.
 //
@@ -52,8 +54,9 @@ constexpr int kMaxVecs = 2;
 // steps of one group, enough to cover DRAM latency on one core (1-4 KiB
 // measured within 3% of each other; none 1.25x worse).
 constexpr int64_t kPrefetch = 2048;
-// Chunks (256 columns) per int32 segment in code_segment: lane j = 3 gathers
-// 64 * 2 * 128 * 4 per chunk in magnitude, < 2^31 over 8192 chunks.
+// Chunks (256 columns) per int32 segment in code_segment: the scaled
+// accumulator gathers 2 * 4 * (4 * 2) * 128 per chunk and lane in
+// magnitude, < 2^31 over 8192 chunks.
 constexpr int64_t kChunkSegment = 8192;
 // Groups (320 columns) per segment in base3_dot: 3A - B gathers 256 * 2 *
 // 128 * 20 per group and lane, < 2^31 over 1024 groups.
@@ -67,49 +70,48 @@ inline void prefetch_ahead(const uint8_t* at) {
 
 // sums[r * V + i] += code sum of row r against vector i over chunks
 // [c0, c1), for R rows whose 64-byte units lie `stride` bytes apart
-// (code_layout.h). With one vector (decode) the codes stay in place, times
-// 4^j, in 4 accumulators per row (kPerJ); with more (prompt batches) they
-// are shifted down and masked into one accumulator per (row, vector), so 4
-// rows x 2 vectors fit the registers and each chunk serves both vectors
-// (4 accumulators per pair at 2 rows per call made prompts 1.4x slower).
+// (code_layout.h). With one vector (decode) codes 1 and 3 stay times 4 in a
+// second accumulator per row (kScaled); with more (prompt batches) every
+// code is shifted down into one accumulator per (row, vector), so 4 rows x
+// 2 vectors fit the registers and each chunk serves both vectors (more
+// accumulators per pair at 2 rows per call made prompts 1.4x slower).
 template <int R, int V>
 void code_segment(const uint8_t* const* rows, int64_t stride, const int8_t* const* q, int64_t c0,
                   int64_t c1, int64_t* sums) {
-  constexpr bool kPerJ = V == 1;
-  constexpr int A = kPerJ ? 4 : 1;
+  constexpr bool kScaled = V == 1;
+  constexpr int A = kScaled ? 2 : 1;
   __m512i acc[R][V][A];
   for (auto& a : acc)
     for (auto& b : a)
       for (auto& c : b) c = _mm512_setzero_si512();
-  const __m512i mask[4] = {_mm512_set1_epi8(0x03), _mm512_set1_epi8(0x0c), _mm512_set1_epi8(0x30),
-                           _mm512_set1_epi8(int8_t(0xc0))};
+  const __m512i low = _mm512_set1_epi8(0x03), high = _mm512_set1_epi8(0x0c);
   for (int64_t c = c0; c < c1; ++c) {
     prefetch_ahead(rows[0] + stride * c);
-    __m512i v[R];
-    for (int r = 0; r < R; ++r) v[r] = _mm512_load_si512(rows[r] + stride * c);
+    __m512i v[R][2];  // codes 0, 1 in bits 0..3; codes 2, 3 shifted there
+    for (int r = 0; r < R; ++r) {
+      v[r][0] = _mm512_load_si512(rows[r] + stride * c);
+      v[r][1] = _mm512_srli_epi16(v[r][0], 4);
+    }
     for (int j = 0; j < 4; ++j) {
       __m512i x[V];
       for (int i = 0; i < V; ++i) x[i] = _mm512_loadu_si512(q[i] + 256 * c + 64 * j);
       for (int r = 0; r < R; ++r) {
-        const __m512i codes = kPerJ || j == 0 ? _mm512_and_si512(v[r], mask[kPerJ ? j : 0])  // 4^j * code
-                                              : _mm512_and_si512(_mm512_srli_epi16(v[r], 2 * j), mask[0]);
+        const __m512i b = v[r][j / 2];
+        const __m512i codes = kScaled ? _mm512_and_si512(b, j % 2 ? high : low)  // 4^(j%2) * code
+                                      : _mm512_and_si512(j % 2 ? _mm512_srli_epi16(b, 2) : b, low);
         for (int i = 0; i < V; ++i)
-          acc[r][i][kPerJ ? j : 0] = _mm512_dpbusd_epi32(acc[r][i][kPerJ ? j : 0], codes, x[i]);
+          acc[r][i][kScaled ? j % 2 : 0] = _mm512_dpbusd_epi32(acc[r][i][kScaled ? j % 2 : 0], codes, x[i]);
       }
     }
   }
   for (int r = 0; r < R; ++r)
     for (int i = 0; i < V; ++i) {
       __m512i s = acc[r][i][0];
-      if constexpr (kPerJ) {
-        const __m512i hi = _mm512_add_epi32(_mm512_srai_epi32(acc[r][i][2], 4), _mm512_srai_epi32(acc[r][i][3], 6));
-        s = _mm512_add_epi32(_mm512_add_epi32(s, _mm512_srai_epi32(acc[r][i][1], 2)), hi);
-      }
+      if constexpr (kScaled) s = _mm512_add_epi32(s, _mm512_srai_epi32(acc[r][i][1], 2));
       sums[r * V + i] += _mm512_reduce_add_epi32(s);
     }
 }
 
-// Planes 0..m-1 of base-3 group g (m = 5 except in a row's tail group).
 template <int R, int V>
 inline void base3_group(const uint8_t* const* rows, int64_t stride, const int8_t* const* q, int64_t g,
                         int m, __m512i (&a)[R][V], __m512i (&b)[R][V]) {
