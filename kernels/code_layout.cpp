@@ -74,8 +74,10 @@ struct AlignedFree {
   void operator()(const void* p) const { ::operator delete(const_cast<void*>(p), std::align_val_t(align)); }
 };
 
-// A layout of 2 MiB or more starts on a 2 MiB boundary and asks for
-// transparent huge pages: streamed from DRAM, the weights then cross no
+}  // namespace
+
+// A layout (of any set) of 2 MiB or more starts on a 2 MiB boundary and
+// asks for transparent huge pages: streamed from DRAM, the weights cross no
 // 4 KiB page boundary, where the hardware prefetchers stop and restart
 // (docs/PERFORMANCE.md: about 8% more bandwidth on one core). Advice only;
 // without THP the pages are ordinary ones.
@@ -90,8 +92,6 @@ std::shared_ptr<void> alloc_layout(size_t bytes) {
 #endif
   return std::shared_ptr<void>(mem, AlignedFree{align});
 }
-
-}  // namespace
 
 int64_t code_row_bytes(CodeLayout layout, int64_t K) {
   return layout == CodeLayout::Base3x64 ? 64 * ((K + 319) / 320) : K / 4;

@@ -49,6 +49,11 @@ enum class CodeLayout : uint32_t {
 // Bytes of one row of K columns in `layout`.
 int64_t code_row_bytes(CodeLayout layout, int64_t K);
 
+// Memory for any set's prepared layout (prepare() results): at least
+// 64-byte aligned, and from 2 MiB on 2 MiB aligned with transparent huge
+// pages requested, so DRAM streams cross no 4 KiB page boundary.
+std::shared_ptr<void> alloc_layout(size_t bytes);
+
 // Bytes of the codes pack_codes(w, layout) holds (rows padded to groups).
 int64_t packed_codes_bytes(const TernaryMatrix& w, CodeLayout layout);
 

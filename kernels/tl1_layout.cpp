@@ -3,23 +3,15 @@
 
 #include <algorithm>
 #include <cstring>
-#include <new>
 #include <string>
 #include <vector>
 
+#include "code_layout.h"
 #include "kernel_sets.h"
 #include "tern/error.h"
 #include "tern/quant.h"
 
 namespace tern::kernels_detail {
-namespace {
-
-struct AlignedDelete {
-  void operator()(const void* p) const { ::operator delete(const_cast<void*>(p), std::align_val_t(64)); }
-};
-
-}  // namespace
-
 int64_t tl1_prepared_bytes(const TernaryMatrix& w) {
   return (w.rows + kTl1Group - 1) / kTl1Group * w.cols * kTl1GroupColumnBytes;
 }
@@ -29,8 +21,8 @@ std::shared_ptr<const void> tl1_prepare(const TernaryMatrix& w) {
   const int64_t K = w.cols, M = w.rows, groups = (M + kTl1Group - 1) / kTl1Group;
   const int64_t gb = K * kTl1GroupColumnBytes, rb = ternary_row_bytes(w.type, K);
   const size_t bytes = size_t(std::max<int64_t>(1, groups * gb));
-  auto* out = static_cast<uint8_t*>(::operator new(bytes, std::align_val_t(64)));
-  std::shared_ptr<const void> owner(out, AlignedDelete{});
+  std::shared_ptr<const void> owner = alloc_layout(bytes);
+  auto* out = static_cast<uint8_t*>(const_cast<void*>(owner.get()));
   std::memset(out, 0x44, bytes);  // index 4 = (0, 0) in both nibbles: padding rows add nothing
   std::vector<int8_t> t(static_cast<size_t>(K));
   for (int64_t r = 0; r < M; ++r) {

@@ -25,10 +25,10 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
-#include <new>
 #include <string>
 #include <vector>
 
+#include "../code_layout.h"
 #include "../kernel_sets.h"
 #include "neon_tbl_triples.h"
 #include "tern/error.h"
@@ -87,9 +87,8 @@ void pack_groups(const TernaryMatrix& w, int64_t g0, int64_t g1, uint8_t* out) {
 std::shared_ptr<const void> prepare(const TernaryMatrix& w) {
   check_call(w, ActMode::Int8, 0, 0, w.rows);
   const size_t bytes = kHeader + size_t(groups_of(w.rows) * group_bytes(w));
-  auto* raw = static_cast<uint8_t*>(::operator new (bytes, std::align_val_t{64}));
-  std::shared_ptr<const void> owner(
-      raw, [](const void* p) { ::operator delete (const_cast<void*>(p), std::align_val_t{64}); });
+  std::shared_ptr<void> owner = alloc_layout(bytes);
+  auto* raw = static_cast<uint8_t*>(owner.get());
   const Layout head{kMagic, uint32_t(w.type), w.rows, w.cols};
   std::memcpy(raw, &head, sizeof head);
   pack_groups(w, 0, groups_of(w.rows), raw + kHeader);
