@@ -38,15 +38,33 @@ class Sampler {
 struct GenerateStats {
   int n_prompt = 0, n_generated = 0;
   double prompt_seconds = 0, gen_seconds = 0;
-  bool hit_eos = false;
+  bool hit_eos = false;  // stopped at an end-of-generation token
+  int n_past = 0;        // positions the KV cache holds after the call
 };
 
-// Feeds the prompt (with BOS), then samples up to n_predict tokens, calling
-// on_text with each complete UTF-8 piece as it is produced. Stops at EOS.
-// Throws if the prompt does not fit the model's context.
+struct GenerateOptions {
+  int n_predict = 128;
+  bool ignore_eos = false;     // end-of-generation tokens are never sampled (as llama-cli)
+  bool parse_special = true;   // special-token text in the prompt is the special token
+};
+
+using TextSink = std::function<void(const std::string&)>;
+
+// Feeds the prompt (with BOS if the tokenizer adds one), then samples up to
+// n_predict tokens, calling on_text with each complete UTF-8 piece as it is
+// produced. Stops at any end-of-generation token. Throws if the prompt does
+// not fit the model's context.
 GenerateStats generate(Model& model, const Tokenizer& tok, std::string_view prompt,
-                       int n_predict, Sampler& sampler,
-                       const std::function<void(const std::string&)>& on_text);
+                       const GenerateOptions& o, Sampler& sampler, const TextSink& on_text);
+
+// The step under generate() and chat: feeds `ids` at positions pos.. (the
+// cache holds the earlier ones), then samples as generate() does. The
+// sampled ids (without a final end-of-generation token) are appended to
+// `out` when it is given; the cache then holds n_past positions (the last
+// sampled id is not fed when the call stops at n_predict).
+GenerateStats continue_from(Model& model, const Tokenizer& tok, std::span<const int32_t> ids, int pos,
+                            const GenerateOptions& o, Sampler& sampler, const TextSink& on_text,
+                            std::vector<int32_t>* out);
 
 struct PerplexityResult {
   double ppl = 0, err = 0;   // exp(mean nll) and its standard error, as llama.cpp
@@ -56,8 +74,9 @@ struct PerplexityResult {
 };
 
 // llama.cpp's llama-perplexity protocol: `tokens` is the whole text
-// tokenized with BOS; it is cut into chunks of n_ctx tokens, each chunk's
-// first token replaced by BOS, and the second half of each chunk scored.
+// tokenized with BOS (when the tokenizer adds one); it is cut into chunks of
+// n_ctx tokens, each chunk's first token replaced by `bos` (kept as it is
+// when bos < 0), and the second half of each chunk scored.
 // max_chunks < 0 means all. on_chunk gets (chunk index from 1, running ppl).
 PerplexityResult perplexity(Model& model, const std::vector<int32_t>& tokens, int32_t bos,
                             int n_ctx, int max_chunks,

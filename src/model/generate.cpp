@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <limits>
 
 #include "tern/error.h"
 
@@ -13,38 +14,55 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }  // namespace
 
 GenerateStats generate(Model& model, const Tokenizer& tok, std::string_view prompt,
-                       int n_predict, Sampler& sampler,
-                       const std::function<void(const std::string&)>& on_text) {
+                       const GenerateOptions& o, Sampler& sampler, const TextSink& on_text) {
+  EncodeOptions eo;
+  eo.parse_special = o.parse_special;
+  const std::vector<int32_t> ids = tok.encode(prompt, eo);
+  if (ids.empty()) throw Error("the prompt is empty and the tokenizer adds no BOS token to start from");
+  return continue_from(model, tok, ids, 0, o, sampler, on_text, nullptr);
+}
+
+GenerateStats continue_from(Model& model, const Tokenizer& tok, std::span<const int32_t> ids, int pos,
+                            const GenerateOptions& o, Sampler& sampler, const TextSink& on_text,
+                            std::vector<int32_t>* out) {
   GenerateStats st;
-  std::vector<int32_t> ids = tok.encode(prompt, true);
   st.n_prompt = int(ids.size());
   const int ctx = model.max_seq();
-  if (st.n_prompt >= ctx)
-    throw Error("prompt is " + std::to_string(st.n_prompt) + " tokens, the context holds " +
+  if (pos + st.n_prompt >= ctx)
+    throw Error("prompt is " + std::to_string(pos + st.n_prompt) + " tokens, the context holds " +
                 std::to_string(ctx) + " (raise -c up to the model's limit or shorten it)");
   auto t0 = std::chrono::steady_clock::now();
-  std::span<const float> logits = model.forward(ids, 0, false);
+  std::span<const float> logits = model.forward(ids, pos, false);
   st.prompt_seconds = seconds_since(t0);
 
+  std::vector<float> masked;
   Utf8Stream utf8;
-  int pos = st.n_prompt;
+  pos += st.n_prompt;
   t0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < n_predict; ++i) {
+  for (int i = 0; i < o.n_predict; ++i) {
+    if (o.ignore_eos) {
+      masked.assign(logits.begin(), logits.end());
+      for (int32_t id : tok.eog_ids())
+        if (size_t(id) < masked.size()) masked[size_t(id)] = -std::numeric_limits<float>::infinity();
+      logits = masked;
+    }
     const int32_t next = sampler.sample(logits);
-    if (next == tok.eos()) {
+    if (tok.is_eog(next)) {
       st.hit_eos = true;
       break;
     }
     ++st.n_generated;
+    if (out) out->push_back(next);
     on_text(utf8.push(tok.piece_bytes(next)));
     // No forward for a token that will never be sampled from; stop when the
     // context is full.
-    if (i + 1 == n_predict || pos >= ctx) break;
+    if (i + 1 == o.n_predict || pos >= ctx) break;
     logits = model.forward(std::span<const int32_t>(&next, 1), pos++, false);
   }
   const std::string rest = utf8.flush();
   if (!rest.empty()) on_text(rest);
   st.gen_seconds = seconds_since(t0);
+  st.n_past = pos;
   return st;
 }
 
@@ -67,7 +85,7 @@ PerplexityResult perplexity(Model& model, const std::vector<int32_t>& tokens, in
   for (int c = 0; c < n_chunks; ++c) {
     const size_t start = size_t(c) * n_ctx;
     std::copy_n(tokens.begin() + start, n_ctx, chunk.begin());
-    chunk[0] = bos;
+    if (bos >= 0) chunk[0] = bos;
     std::span<const float> logits = model.forward(chunk, 0, true);
     for (int i = first; i < n_ctx - 1; ++i) {
       const float* row = logits.data() + size_t(i) * V;

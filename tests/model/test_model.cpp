@@ -99,7 +99,7 @@ TEST_P(WholeModel, GreedyGenerationIsDeterministic) {
     tern::Tokenizer tok(m->file());
     tern::Sampler s({0.0f, 40, 0.95f, 1});
     std::string text;
-    tern::generate(*m, tok, "In the beginning", 24, s, [&](const std::string& t) { text += t; });
+    tern::generate(*m, tok, "In the beginning", tern::GenerateOptions{24}, s, [&](const std::string& t) { text += t; });
     return text;
   };
   const std::string a = once();
@@ -117,7 +117,7 @@ TEST_P(WholeModel, GreedyTextIsTheSameOnEveryKernel) {
     tern::Tokenizer tok(m->file());
     tern::Sampler s({0.0f, 40, 0.95f, 1});
     std::string text;
-    tern::generate(*m, tok, "In the beginning", 24, s, [&](const std::string& t) { text += t; });
+    tern::generate(*m, tok, "In the beginning", tern::GenerateOptions{24}, s, [&](const std::string& t) { text += t; });
     return std::pair{text, std::string(m->kernels().name)};
   };
   const tern::ActMode mode = tern::Model::load(p.tq2)->config().act_mode;

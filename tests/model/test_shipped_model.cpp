@@ -56,7 +56,7 @@ const std::vector<std::pair<int32_t, float>> kRefLastTop5{
 TEST(ShippedModel, AgreesWithPyTorchOnAVerse) {
   auto m = tern::Model::load(kTq2);
   tern::Tokenizer tok(m->file());
-  EXPECT_EQ(tok.encode("In the beginning God created the heaven and the earth.", true), kRefIds);
+  EXPECT_EQ(tok.encode("In the beginning God created the heaven and the earth."), kRefIds);
   auto logits = m->forward(kRefIds, 0, true);
   const size_t V = size_t(m->config().vocab_size);
   for (size_t i = 0; i < kRefIds.size(); ++i) {
@@ -82,7 +82,7 @@ std::string greedy_text(const std::string& path) {
   tern::Tokenizer tok(m->file());
   tern::Sampler greedy({0.0f, 40, 0.95f, 0});
   std::string text;
-  tern::generate(*m, tok, "And Jesus said unto them", 24, greedy,
+  tern::generate(*m, tok, "And Jesus said unto them", tern::GenerateOptions{24}, greedy,
                  [&](const std::string& t) { text += t; });
   return text;
 }
@@ -105,7 +105,7 @@ TEST(ShippedModel, GreedyTextIsTheSameOnEveryKernel) {
 TEST(ShippedModel, RevelationPerplexityMatchesPyTorch) {
   auto m = tern::Model::load(kTq2);
   tern::Tokenizer tok(m->file());
-  const auto tokens = tok.encode(slurp((kModels / "revelation.txt").string()), true);
+  const auto tokens = tok.encode(slurp((kModels / "revelation.txt").string()));
   ASSERT_EQ(tokens.size(), 16115u);  // eval.json's count
   // The first 8 chunks keep the test quick; eval.txt's running value after
   // chunk 8 is 37.2966 (and 33.5773 over all 62 chunks).

@@ -123,7 +123,7 @@ TEST(PackerErrors, UnsupportedArchitecture) {
 TEST(PackerErrors, MissingTokenizer) {
   Fixture f = setup();
   fs::remove(f.ckpt + "/tokenizer.model");
-  expect_pack_error(f, "ckpt/tokenizer.model: not found");
+  expect_pack_error(f, "ckpt: no tokenizer.json or tokenizer.model");
 }
 
 TEST(PackerErrors, MissingSafetensors) {
@@ -234,7 +234,7 @@ TEST(PackerErrors, NonFiniteWeight) {
 TEST(PackerErrors, VocabSmallerThanTokenizer) {
   Fixture f = setup();
   edit_config(f.ckpt, [](json& c) { c["vocab_size"] = 500; });
-  expect_pack_error(f, "config.json: vocab_size 500 is smaller than the 512 pieces of tokenizer.model");
+  expect_pack_error(f, "config.json: vocab_size 500 is smaller than the 512 tokens of the tokenizer");
 }
 
 TEST(PackerErrors, OutputDirectoryNotWritable) {

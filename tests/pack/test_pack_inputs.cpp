@@ -6,7 +6,6 @@
 
 #include "pack/hf_config.h"
 #include "pack/ternarize.h"
-#include "pack/tokenizer_meta.h"
 #include "pack_test_util.h"
 
 using namespace tern::pack;
@@ -14,7 +13,6 @@ using namespace tern::pack::testing;
 
 namespace {
 
-const std::string kTokenizer = TERN_SOURCE_DIR "/tests/data/tiny_tokenizer.model";
 
 std::string config_with(const std::string& dir, const std::string& extra) {
   std::string path = dir + "/config.json";
@@ -80,45 +78,6 @@ TEST(PackHfConfig, Errors) {
   EXPECT_NE(msg.find("rope_scaling"), std::string::npos) << msg;
   msg = error_of([&] { load_config(config_with(dir, R"(,"quantization_config":{"quant_method":"gptq"})")); });
   EXPECT_NE(msg.find("quant_method 'gptq' is not supported"), std::string::npos) << msg;
-}
-
-TEST(PackTokenizer, PiecesScoresAndTypes) {
-  TokenizerMeta t = load_tokenizer(kTokenizer);
-  ASSERT_EQ(t.pieces.size(), 512u);
-  EXPECT_EQ(t.scores.size(), 512u);
-  EXPECT_EQ(t.pieces[0], "<unk>");
-  EXPECT_EQ(t.types[0], kTokUnknown);
-  EXPECT_EQ(t.pieces[1], "<s>");
-  EXPECT_EQ(t.types[1], kTokControl);
-  EXPECT_EQ(t.types[2], kTokControl);
-  EXPECT_EQ(t.pieces[3], "<sep>");
-  EXPECT_EQ(t.types[3], kTokUserDefined);
-  EXPECT_EQ(t.pieces[4], "<0x00>");
-  EXPECT_EQ(t.types[4], kTokByte);
-  EXPECT_EQ(t.types[259], kTokByte);
-  EXPECT_EQ(t.types[260], kTokNormal);
-  EXPECT_EQ(t.bos_id, 1);
-  EXPECT_EQ(t.eos_id, 2);
-  EXPECT_EQ(t.unk_id, 0);
-  EXPECT_EQ(t.pad_id, -1);
-  EXPECT_GT(t.model_bytes.size(), 1000u);
-
-  pad_vocab(t, 515);
-  ASSERT_EQ(t.pieces.size(), 515u);
-  EXPECT_EQ(t.pieces[512], "<unused_0>");
-  EXPECT_EQ(t.pieces[514], "<unused_2>");
-  EXPECT_EQ(t.types[514], kTokUnused);
-  EXPECT_EQ(t.scores[514], 0.0f);
-}
-
-TEST(PackTokenizer, Errors) {
-  auto dir = test_dir();
-  auto msg = error_of([&] { load_tokenizer(dir + "/tokenizer.model"); });
-  EXPECT_NE(msg.find("tokenizer.model: not found"), std::string::npos) << msg;
-  write_text(dir + "/tokenizer.model", "this is not a protobuf");
-  msg = error_of([&] { load_tokenizer(dir + "/tokenizer.model"); });
-  EXPECT_NE(msg.find("tokenizer.model: not a SentencePiece model"), std::string::npos) << msg;
-  EXPECT_THROW(spm_piece_types({0x0a, 0x05, 0x01}), tern::Error);  // field 1 runs past the end
 }
 
 TEST(PackTernarize, AbsmeanRoundsHalfToEven) {

@@ -1,7 +1,6 @@
 #include <omp.h>
 
 #include <cstdio>
-#include <random>
 
 #include "cli/commands.h"
 #include "tern/generate.h"
@@ -10,27 +9,28 @@
 namespace tern::cli {
 namespace {
 
-struct GenerateOptions {
+struct Options {
   RunOptions run;
   std::string prompt;
-  int n_predict = 128;
-  SamplerParams sampler;
-  int64_t seed = -1;
+  GenerateOptions gen;
+  bool no_parse_special = false;
+  SamplingOptions sampling;
 };
 
-void run_generate(const GenerateOptions& o) {
+void run_generate(const Options& o) {
   std::unique_ptr<Model> model = open_model(o.run);
   Tokenizer tok(model->file());
-  SamplerParams sp = o.sampler;
-  // Like llama.cpp, no seed means a fresh one; it is printed so the run can
-  // be repeated exactly.
-  sp.seed = o.seed >= 0 ? uint64_t(o.seed) : std::random_device{}();
+  print_notes(tok, model->file().path());
+  GenerateOptions g = o.gen;
+  g.parse_special = !o.no_parse_special;
+  const SamplerParams sp = sampler_params(o.sampling);
   Sampler sampler(sp);
-  const GenerateStats st = generate(*model, tok, o.prompt, o.n_predict, sampler,
+  const GenerateStats st = generate(*model, tok, o.prompt, g, sampler,
                                     [](const std::string& text) {
                                       std::fwrite(text.data(), 1, text.size(), stdout);
                                       std::fflush(stdout);
                                     });
+  // The text ends with a newline so the statistics below never run into it.
   std::printf("\n");
   std::fflush(stdout);
   // Reported after the run so that an error is the only line on stderr.
@@ -41,26 +41,21 @@ void run_generate(const GenerateOptions& o) {
                st.prompt_seconds, st.n_prompt / std::max(st.prompt_seconds, 1e-9));
   std::fprintf(stderr, "generation: %d tokens in %.3f s (%.2f tok/s)%s\n", st.n_generated,
                st.gen_seconds, st.n_generated / std::max(st.gen_seconds, 1e-9),
-               st.hit_eos ? ", stopped at EOS" : "");
+               st.hit_eos ? ", stopped at end of generation" : "");
 }
 
 }  // namespace
 
 void add_generate(CLI::App& app) {
-  auto o = std::make_shared<GenerateOptions>();
+  auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("generate", "generate text from a prompt");
   add_run_options(*cmd, o->run);
   cmd->add_option("-p,--prompt", o->prompt, "prompt text")->required();
-  cmd->add_option("-n,--n-predict", o->n_predict, "tokens to generate (default 128)")
+  cmd->add_option("-n,--n-predict", o->gen.n_predict, "tokens to generate (default 128)")
       ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--temp", o->sampler.temp, "temperature; 0 is greedy (default 0.8)")
-      ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--top-k", o->sampler.top_k, "keep the K most likely tokens; 0 keeps all (default 40)")
-      ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--top-p", o->sampler.top_p, "nucleus sampling threshold (default 0.95)")
-      ->check(CLI::Range(0.0f, 1.0f));
-  cmd->add_option("-s,--seed", o->seed, "random seed (default: random, printed)")
-      ->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--ignore-eos", o->gen.ignore_eos, "never stop at end-of-generation tokens");
+  cmd->add_flag("--no-parse-special", o->no_parse_special, "special-token text in the prompt stays text");
+  add_sampling_options(*cmd, o->sampling);
   cmd->callback([o] { run_generate(*o); });
 }
 

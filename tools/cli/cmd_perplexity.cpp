@@ -30,10 +30,14 @@ void run_perplexity(PerplexityOptions o) {
   std::unique_ptr<Model> model = open_model(o.run);
   const int ctx = o.run.ctx > 0 ? o.run.ctx : model->config().context_length;
   Tokenizer tok(model->file());
-  const std::vector<int32_t> tokens = tok.encode(text, true);
+  print_notes(tok, model->file().path());
+  // As llama-perplexity: special-token text in the file stays text.
+  EncodeOptions eo;
+  eo.parse_special = false;
+  const std::vector<int32_t> tokens = tok.encode(text, eo);
   PerplexityResult r;
   try {
-    r = perplexity(*model, tokens, tok.bos(), ctx, o.chunks, [](int chunk, double ppl) {
+    r = perplexity(*model, tokens, tok.adds_bos() ? tok.bos() : -1, ctx, o.chunks, [](int chunk, double ppl) {
       std::printf("[%d]%.4f,", chunk, ppl);
       std::fflush(stdout);
     });

@@ -5,7 +5,9 @@
 #include <memory>
 #include <string>
 
+#include "tern/generate.h"
 #include "tern/model.h"
+#include "tern/tokenizer.h"
 
 namespace tern::cli {
 
@@ -21,6 +23,16 @@ struct RunOptions {
 void add_run_options(CLI::App& cmd, RunOptions& o);
 // Applies threads and kernel, loads the model and sizes its context.
 std::unique_ptr<Model> open_model(const RunOptions& o);
+// --temp, --top-k, --top-p, -s, shared by generate and chat.
+struct SamplingOptions {
+  SamplerParams params;
+  int64_t seed = -1;  // -1: a fresh one, printed
+};
+void add_sampling_options(CLI::App& cmd, SamplingOptions& o);
+SamplerParams sampler_params(const SamplingOptions& o);
+// The tokenizer's load-time notes, one stderr line each.
+void print_notes(const Tokenizer& tok, const std::string& path);
+
 // The model used when -m is not given.
 std::string default_model_path();
 
@@ -30,5 +42,7 @@ void add_pack(CLI::App& app);
 void add_info(CLI::App& app);
 void add_kernels(CLI::App& app);
 void add_bench(CLI::App& app);
+void add_tokenize(CLI::App& app);
+void add_chat(CLI::App& app);
 
 }  // namespace tern::cli

@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   tern::cli::add_info(app);
   tern::cli::add_kernels(app);
   tern::cli::add_bench(app);
+  tern::cli::add_tokenize(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -17,18 +17,12 @@
 //   llama.rope.freq_base                  f32     rope_theta
 //   llama.rope.dimension_count            u32     head_dim
 //   llama.vocab_size                      u32     vocab_size (== token count == embedding rows)
-//   tokenizer.ggml.model                  string  "llama" (SentencePiece)
-//   tokenizer.ggml.tokens                 string[] pieces; config vocab beyond the
-//                                                 tokenizer is padded with "<unused_N>"
-//   tokenizer.ggml.scores                 f32[]   piece scores (0 for padding)
-//   tokenizer.ggml.token_type             i32[]   1 normal, 2 unknown, 3 control,
-//                                                 4 user-defined, 5 unused (and padding), 6 byte
-//   tokenizer.ggml.bos_token_id           u32     config.json bos_token_id, else the tokenizer's
-//   tokenizer.ggml.eos_token_id           u32     config.json eos_token_id, else the tokenizer's
-//   tokenizer.ggml.unknown_token_id       u32     the tokenizer's unk id
-//   tokenizer.ggml.padding_token_id       u32     only when the tokenizer defines a pad id
-//   tokenizer.ggml.add_bos_token          bool    true
-//   tokenizer.ggml.add_eos_token          bool    false
+//   tokenizer.ggml.*, tokenizer.chat_template: the checkpoint's tokenizer as
+//                                         llama.cpp's converter writes it (model "llama" for
+//                                         SentencePiece and SentencePiece-style BPE, "gpt2" for
+//                                         byte-level BPE with its merges and pre name); the vocab
+//                                         is padded with "<unused_N>" to the embedding rows.
+//                                         docs/FORMAT.md lists each key.
 //
 // tern keys:
 //   tern.activation_mode       string  "int8": activations quantized per token to int8
@@ -44,6 +38,9 @@
 //                                      sees the same weights to fp16 precision.
 //   tern.tokenizer.spm_model   u8[]    the raw tokenizer.model bytes, so tern tokenizes
 //                                      with libsentencepiece exactly
+//   tern.tokenizer.hf_pipeline string  tokenizer.json less vocab and merges: the rules
+//                                      tern runs for a Hugging Face tokenizer
+//   tern.tokenizer.eog_ids     i32[]   generation_config.json's eos_token_id list
 //   tern.source.dtype          string  safetensors dtype(s) of the source, e.g. "BF16" or
 //                                      "BF16,F32"
 //
@@ -90,21 +87,11 @@ void set_metadata(gguf::Writer& w, const PackInputs& in, const PackOptions& o) {
   w.set("llama.rope.dimension_count", Value::u32(c.head_dim));
   w.set("llama.vocab_size", Value::u32(c.vocab_size));
 
-  const TokenizerMeta& t = in.tok;
-  w.set("tokenizer.ggml.model", Value::string("llama"));
-  w.set("tokenizer.ggml.tokens", Value::string_array(t.pieces));
-  w.set("tokenizer.ggml.scores", Value::f32_array(t.scores));
-  w.set("tokenizer.ggml.token_type", Value::i32_array(t.types));
-  w.set("tokenizer.ggml.bos_token_id", Value::u32(in.bos));
-  w.set("tokenizer.ggml.eos_token_id", Value::u32(in.eos));
-  w.set("tokenizer.ggml.unknown_token_id", Value::u32(in.unk));
-  if (t.pad_id >= 0) w.set("tokenizer.ggml.padding_token_id", Value::u32(t.pad_id));
-  w.set("tokenizer.ggml.add_bos_token", Value::boolean(true));
-  w.set("tokenizer.ggml.add_eos_token", Value::boolean(false));
+  tok::write_spec(w, in.tok, tok::KeyGroup::Standard);
 
   w.set("tern.activation_mode", Value::string(c.is_bitnet() ? "int8" : "float"));
   w.set("tern.scale_rule", Value::string(in.absmean ? "absmean-per-tensor" : "per-row"));
-  w.set("tern.tokenizer.spm_model", Value::u8_array(t.model_bytes));
+  tok::write_spec(w, in.tok, tok::KeyGroup::Tern);
   w.set("tern.source.dtype", Value::string(in.source_dtypes));
   for (const PlanTensor& pt : in.tensors)
     if (pt.role == Role::Ternary) w.set("tern.scale." + pt.name, Value::f32_array(pt.scales));

@@ -78,30 +78,30 @@ PackInputs load_inputs(const PackOptions& o) {
 
   PackInputs in;
   in.cfg = load_config(o.input_dir + "/config.json");
-  in.tok = load_tokenizer(o.input_dir + "/tokenizer.model");
+  in.tok = tok::load_checkpoint_tokenizer(o.input_dir);
   in.ckpt = Checkpoint::open(o.input_dir);
   in.name = basename_of(o.input_dir);
   in.absmean = in.cfg.is_bitnet() || o.force_ternarize;
   const LlamaConfig& c = in.cfg;
 
-  if (c.vocab_size < in.tok.pieces.size())
+  if (c.vocab_size < in.tok.tokens.size())
     throw file_error(o.input_dir + "/config.json",
                      "vocab_size " + std::to_string(c.vocab_size) + " is smaller than the " +
-                         std::to_string(in.tok.pieces.size()) + " pieces of tokenizer.model");
-  pad_vocab(in.tok, c.vocab_size);
-  auto token = [&](std::optional<uint32_t> cfg_id, int32_t spm_id, const char* what) {
-    int64_t id = cfg_id ? static_cast<int64_t>(*cfg_id) : spm_id;
-    if (id < 0)
-      throw file_error(o.input_dir + "/tokenizer.model",
-                       std::string("defines no ") + what + " token (nor does config.json)");
+                         std::to_string(in.tok.tokens.size()) + " tokens of the tokenizer");
+  in.tok.pad_to(c.vocab_size);
+  // As llama.cpp's converter: the tokenizer's own ids first, config.json's
+  // where the tokenizer names none.
+  auto token = [&](std::optional<uint32_t> cfg_id, int32_t& id, const char* what, bool required) {
+    if (id < 0 && cfg_id) id = static_cast<int32_t>(*cfg_id);
+    if (id < 0 && required)
+      throw file_error(o.input_dir, std::string("the tokenizer defines no ") + what + " token (nor does config.json)");
     if (id >= static_cast<int64_t>(c.vocab_size))
       throw file_error(o.input_dir + "/config.json", std::string(what) + " token id " +
                                                          std::to_string(id) + " is outside the vocabulary");
-    return static_cast<uint32_t>(id);
   };
-  in.bos = token(c.bos_token_id, in.tok.bos_id, "bos");
-  in.eos = token(c.eos_token_id, in.tok.eos_id, "eos");
-  in.unk = token(std::nullopt, in.tok.unk_id, "unk");
+  token(c.bos_token_id, in.tok.bos, "bos", in.tok.add_bos);
+  token(c.eos_token_id, in.tok.eos, "eos", true);
+  token(std::nullopt, in.tok.unk, "unk", false);
 
   in.tied = c.tie_word_embeddings || !in.ckpt.find("lm_head.weight");
   std::set<std::string> used;

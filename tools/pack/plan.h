@@ -9,8 +9,8 @@
 #include "pack/hf_config.h"
 #include "pack/packer.h"
 #include "pack/safetensors.h"
-#include "pack/tokenizer_meta.h"
 #include "tern/gguf.h"
+#include "tern/tokenizer_spec.h"
 
 namespace tern::pack {
 
@@ -34,17 +34,16 @@ struct PlanTensor {
 
 struct PackInputs {
   LlamaConfig cfg;
-  TokenizerMeta tok;
+  tok::Spec tok;                    // padded to the config's vocab_size
   Checkpoint ckpt;
   std::vector<PlanTensor> tensors;  // output order
   bool absmean = false;             // scale rule: absmean-per-tensor vs exact per-row
   bool tied = false;                // no output.weight
-  uint32_t bos = 0, eos = 0, unk = 0;
   std::string name;                 // general.name
   std::string source_dtypes;        // "BF16", or "BF16,F32" when mixed
 };
 
-// Checks the directory, reads config.json, tokenizer.model and the
+// Checks the directory, reads config.json, the tokenizer and the
 // safetensors headers, maps and shape-checks every tensor. No tensor data
 // is read yet.
 PackInputs load_inputs(const PackOptions& opts);

@@ -92,12 +92,16 @@ void verify_packed(const PackOptions& o) {
   const uint64_t ftype = o.type == TensorType::TQ1_0 ? 36 : 37;
   if (f.get("general.file_type").as_uint("general.file_type") != ftype)
     throw file_error(f.path(), "general.file_type is not " + std::to_string(ftype));
-  if (f.get("tokenizer.ggml.tokens").as_string_array("tokenizer.ggml.tokens") != in.tok.pieces)
-    throw file_error(f.path(), "tokenizer.ggml.tokens differ from tokenizer.model");
-  auto spm = f.get("tern.tokenizer.spm_model").as_u8_array("tern.tokenizer.spm_model");
-  if (spm.size() != in.tok.model_bytes.size() ||
-      !std::equal(spm.begin(), spm.end(), in.tok.model_bytes.begin()))
+  // The tokenizer as the file carries it must be the checkpoint's.
+  const tok::Spec got = tok::read_spec(f);
+  const tok::Spec& want = in.tok;
+  if (got.tokens != want.tokens) throw file_error(f.path(), "tokenizer.ggml.tokens differ from the checkpoint's tokenizer");
+  if (got.merges != want.merges) throw file_error(f.path(), "tokenizer.ggml.merges differ from the checkpoint's tokenizer");
+  if (got.spm_model != want.spm_model)
     throw file_error(f.path(), "tern.tokenizer.spm_model differs from tokenizer.model");
+  if (got.hf_pipeline != want.hf_pipeline || got.chat_template != want.chat_template || got.eog != want.eog ||
+      got.bos != want.bos || got.eos != want.eos || got.add_bos != want.add_bos)
+    throw file_error(f.path(), "the tokenizer rules differ from the checkpoint's tokenizer");
 
   size_t expected_count = in.tensors.size();
   if (f.tensors().size() != expected_count)

@@ -1,0 +1,22 @@
+// UTF-8 helpers the tokenizers share. Input text is made valid UTF-8 the way
+// Hugging Face's Rust code does it (String::from_utf8_lossy, the WHATWG
+// "maximal subpart" rule: each invalid sequence becomes one U+FFFD), so a
+// prompt with bad bytes tokenizes exactly as `tokenizers` would.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace tern::tok {
+
+// Length of the valid UTF-8 sequence at s[i], or 0 if none starts there.
+size_t utf8_valid_len(std::string_view s, size_t i);
+// s with every invalid sequence replaced by U+FFFD.
+std::string utf8_lossy(std::string_view s);
+// Decodes the code point at s[i] (s must be valid UTF-8); advances i.
+uint32_t utf8_next(std::string_view s, size_t& i);
+void utf8_append(std::string& out, uint32_t cp);
+// Unicode White_Space, as Rust's char::is_whitespace.
+bool is_unicode_space(uint32_t cp);
+
+}  // namespace tern::tok
