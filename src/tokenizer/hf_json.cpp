@@ -143,8 +143,14 @@ Spec load_tokenizer_json(const std::string& path) {
       added.push_back(a);
     }
   }
+  // Ids the file leaves unused (cl100k has such gaps) get placeholder
+  // tokens, as llama.cpp's converter writes them.
   for (size_t i = 0; i < s.types.size(); ++i)
-    if (s.types[i] == 0) throw fail("no token has id " + std::to_string(i) + " (ids must be 0..N-1)");
+    if (s.types[i] == 0) {
+      s.tokens[i] = "[PAD" + std::to_string(i) + "]";
+      s.types[i] = kUnused;
+      ids.emplace(s.tokens[i], int32_t(i));
+    }
 
   // Merges, as "a b" strings (the older format) or [a, b] pairs.
   const Json* merges = field(*model, "merges");

@@ -3,9 +3,98 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
+#include <cstdio>
+#include <iterator>
+
 #include "tern/error.h"
 
 namespace tern::tok {
+
+namespace {
+
+struct CodeRange {
+  uint32_t lo, hi;
+};
+#include "tokenizer/unicode_delta.inc"
+
+std::string class_extra(char cls) {
+  std::string out;
+  auto add = [&](const CodeRange* r, size_t n) {
+    char buf[40];
+    for (size_t i = 0; i < n; ++i) {
+      std::snprintf(buf, sizeof buf, "\\x{%X}-\\x{%X}", r[i].lo, r[i].hi);
+      out += buf;
+    }
+  };
+  if (cls == 'L') add(kExtraL, std::size(kExtraL));
+  if (cls == 'N') add(kExtraN, std::size(kExtraN));
+  if (cls == 'P') add(kExtraP, std::size(kExtraP));
+  return out;
+}
+
+}  // namespace
+
+// PCRE2 10.42 knows Unicode 14; the Rust regex engines behind Hugging Face's
+// tokenizers know a newer one. The code points assigned since to \p{L},
+// \p{N} and \p{P} (unicode_delta.inc, generated from the oracle) are added
+// wherever a pattern names those classes, so new characters split alike.
+std::string widen_unicode_classes(const std::string& p) {
+  std::string out;
+  bool in_class = false;
+  for (size_t i = 0; i < p.size(); ++i) {
+    const char c = p[i];
+    if (c == '\\' && i + 1 < p.size()) {
+      const char e = p[i + 1];
+      if (e == 'Q') {  // literal text up to \E
+        const size_t end = p.find("\\E", i + 2);
+        const size_t stop = end == std::string::npos ? p.size() : end + 2;
+        out.append(p, i, stop - i);
+        i = stop - 1;
+        continue;
+      }
+      if (e == 'p' || e == 'P') {
+        char cls = 0;
+        size_t len = 0;
+        if (i + 4 < p.size() + 1 && p.compare(i + 2, 1, "{") == 0 && i + 4 < p.size() && p[i + 4] == '}') {
+          cls = p[i + 3];
+          len = 5;
+        } else if (i + 2 < p.size() && p[i + 2] != '{') {
+          cls = p[i + 2];
+          len = 3;
+        }
+        const std::string extra = (cls == 'L' || cls == 'N' || cls == 'P') ? class_extra(cls) : "";
+        if (!extra.empty() && !(in_class && e == 'P')) {
+          const std::string prop = std::string("\\p{") + cls + "}";
+          if (in_class) out += prop + extra;
+          else out += (e == 'P' ? "[^" : "[") + prop + extra + "]";
+          i += len - 1;
+          continue;
+        }
+      }
+      out.append(p, i, 2);
+      ++i;
+      continue;
+    }
+    if (!in_class && c == '[') {
+      in_class = true;
+      out += c;
+      // A ']' right after '[' or '[^' is a literal member.
+      if (i + 1 < p.size() && p[i + 1] == '^') out += p[++i];
+      if (i + 1 < p.size() && p[i + 1] == ']') out += p[++i];
+      continue;
+    }
+    if (in_class && c == '[' && i + 1 < p.size() && p[i + 1] == ':') {  // [:alpha:]
+      const size_t end = p.find(":]", i + 2);
+      const size_t stop = end == std::string::npos ? p.size() : end + 2;
+      out.append(p, i, stop - i);
+      i = stop - 1;
+      continue;
+    }
+    if (in_class && c == ']') in_class = false;
+    out += c;
+  }
+  return out;
+}
 
 struct Regex::Impl {
   pcre2_code* code = nullptr;
@@ -19,7 +108,8 @@ struct Regex::Impl {
 Regex::Regex(const std::string& pattern) : pattern_(pattern), impl_(new Impl) {
   int err = 0;
   PCRE2_SIZE off = 0;
-  impl_->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
+  const std::string widened = widen_unicode_classes(pattern);
+  impl_->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(widened.data()), widened.size(),
                               PCRE2_UTF | PCRE2_UCP, &err, &off, nullptr);
   if (!impl_->code) {
     PCRE2_UCHAR msg[256];

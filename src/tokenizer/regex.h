@@ -32,4 +32,8 @@ class Regex {
   std::unique_ptr<Impl> impl_;
 };
 
+// The pattern with the code points newer Unicode versions added to \p{L},
+// \p{N} and \p{P} spliced into those classes (see regex.cpp).
+std::string widen_unicode_classes(const std::string& pattern);
+
 }  // namespace tern::tok
