@@ -19,3 +19,8 @@ done
 "$tern" pack "$out/bf16/hf" -o "$out/bf16/tq2_0.gguf" >/dev/null
 "$tern" pack "$out/bf16/hf" -o "$out/bf16/tq1_0.gguf" --type tq1_0 >/dev/null
 /usr/bin/python3 "$here/make_tiny_checkpoint.py" "$out/dense/hf" --mode dense --seed 5
+# A byte-level BPE tokenizer (Llama-3's tokenizer.json) with its chat
+# template, one layer: the chat and tokenizer tests through the binary.
+/usr/bin/python3 "$here/make_tiny_checkpoint.py" "$out/bpe/hf" --mode bitnet --dtype f16 --layers 1 --seed 11 \
+  --tokenizer-dir "$here/../data/tokenizers/llama3"
+"$tern" pack "$out/bpe/hf" -o "$out/bpe/tq2_0.gguf" >/dev/null

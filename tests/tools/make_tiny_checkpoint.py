@@ -6,12 +6,16 @@ JSON header, raw little-endian data).
 
     make_tiny_checkpoint.py OUT_DIR [--seed N] [--mode bitnet|ternary|dense]
         [--dtype f32|bf16|f16] [--tied|--untied] [--shards N] [--vocab-pad K]
+        [--tokenizer-dir DIR]
 
 --mode bitnet   latent random weights, quantization_config.quant_method "bitnet"
 --mode ternary  weights already ternary per row: {-s_r, 0, +s_r}, row 1 of every
                 o_proj all zero
 --mode dense    random non-ternary weights, no quantization_config
 --vocab-pad K   config vocab_size = tokenizer pieces + K (embedding rows too)
+--tokenizer-dir DIR  a Hugging Face tokenizer (tokenizer.json, tokenizer_config.json,
+                generation_config.json if present) instead of tiny_tokenizer.model;
+                vocab = its ids
 
 Dimensions: hidden 256, intermediate 512, 2 layers, 4 heads, 2 KV heads
 (TQ formats need rows that are multiples of 256), vocab = the tokenizer's;
@@ -147,6 +151,7 @@ def main():
     tie.add_argument("--untied", dest="tied", action="store_false")
     ap.add_argument("--shards", type=int, default=1)
     ap.add_argument("--vocab-pad", type=int, default=0)
+    ap.add_argument("--tokenizer-dir")
     # Larger shapes are for benchmarks (e.g. bitnet_b1_58-large: --hidden 1536
     # --intermediate 4096 --layers 24 --heads 16 --kv-heads 16); the tests
     # use the defaults.
@@ -159,12 +164,22 @@ def main():
     HIDDEN, INTER, LAYERS, HEADS, KV_HEADS = a.hidden, a.intermediate, a.layers, a.heads, a.kv_heads
     HEAD_DIM = HIDDEN // HEADS
 
-    with open(TOKENIZER, "rb") as f:
-        tok = f.read()
-    vocab = count_pieces(tok) + a.vocab_pad
-    rng = np.random.default_rng(a.seed)
     os.makedirs(a.out, exist_ok=True)
-    shutil.copyfile(TOKENIZER, os.path.join(a.out, "tokenizer.model"))
+    if a.tokenizer_dir:
+        with open(os.path.join(a.tokenizer_dir, "tokenizer.json"), encoding="utf-8") as f:
+            tj = json.load(f)
+        ids = list(tj["model"]["vocab"].values()) + [t["id"] for t in tj.get("added_tokens", [])]
+        vocab = max(ids) + 1 + a.vocab_pad
+        for name in ("tokenizer.json", "tokenizer_config.json", "generation_config.json"):
+            src = os.path.join(a.tokenizer_dir, name)
+            if os.path.exists(src):
+                shutil.copyfile(src, os.path.join(a.out, name))
+    else:
+        with open(TOKENIZER, "rb") as f:
+            tok = f.read()
+        vocab = count_pieces(tok) + a.vocab_pad
+        shutil.copyfile(TOKENIZER, os.path.join(a.out, "tokenizer.model"))
+    rng = np.random.default_rng(a.seed)
 
     emb = rng.normal(0.0, 0.02, size=(vocab, HIDDEN)).astype(np.float32)
     if a.dtype == "bf16":
@@ -197,9 +212,11 @@ def main():
         "num_attention_heads": HEADS, "num_key_value_heads": KV_HEADS,
         "vocab_size": vocab, "rms_norm_eps": 1e-5, "rope_theta": 10000.0,
         "max_position_embeddings": 128, "tie_word_embeddings": a.tied,
-        "bos_token_id": 1, "eos_token_id": 2, "hidden_act": "silu",
+        "hidden_act": "silu",
         "torch_dtype": {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}[a.dtype],
     }
+    if not a.tokenizer_dir:
+        config.update({"bos_token_id": 1, "eos_token_id": 2})
     if a.mode == "bitnet":
         config["quantization_config"] = {"quant_method": "bitnet"}
     with open(os.path.join(a.out, "config.json"), "w") as f:

@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   tern::cli::add_kernels(app);
   tern::cli::add_bench(app);
   tern::cli::add_tokenize(app);
+  tern::cli::add_chat(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

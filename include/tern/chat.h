@@ -1,0 +1,54 @@
+// A conversation with a model: each turn is rendered with the model's chat
+// template, only the tokens the KV cache does not already hold are fed, and
+// the reply is sampled until an end-of-generation token. When the history
+// outgrows the context, the oldest turns are dropped.
+#pragma once
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tern/chat_template.h"
+#include "tern/generate.h"
+#include "tern/model.h"
+#include "tern/tokenizer.h"
+
+namespace tern {
+
+struct ChatOptions {
+  std::string system;           // a system message first, if not empty
+  GenerateOptions gen;          // n_predict is per reply; < 0: until the context is full
+};
+
+struct ChatTurn {
+  GenerateStats stats;
+  int n_fed = 0;          // prompt tokens fed this turn (the rest were cached)
+  int n_dropped = 0;      // turns dropped from the front of the history to fit
+  std::string rendered;   // the whole prompt text the template produced
+};
+
+class ChatSession {
+ public:
+  ChatSession(Model& model, const Tokenizer& tok, chat::Template tmpl, ChatOptions o);
+
+  // Adds the user's message and streams the reply through on_text. Throws
+  // if the message alone does not fit the context.
+  ChatTurn reply(const std::string& user, Sampler& sampler, const TextSink& on_text);
+  const std::vector<chat::Message>& history() const { return history_; }
+
+ private:
+  std::vector<int32_t> render_ids(std::string& text) const;
+
+  Model& model_;
+  const Tokenizer& tok_;
+  chat::Template tmpl_;
+  ChatOptions o_;
+  std::vector<chat::Message> history_;  // system (if any), then user/assistant turns
+  std::vector<int32_t> cached_;         // ids whose keys and values the cache holds, in order
+};
+
+// The template a command should use: `choice` is a built-in name, a file,
+// or empty for the model's own (tokenizer.chat_template). Throws
+// tern::Error naming --chat-template when there is none or it is malformed.
+chat::Template choose_template(const std::string& choice, const Tokenizer& tok, const std::string& model_path);
+
+}  // namespace tern

@@ -1,0 +1,84 @@
+// tern chat: a conversation on the terminal or through a pipe, one user turn
+// per line of standard input.
+#include <omp.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+
+#include "cli/commands.h"
+#include "tern/chat.h"
+#include "tern/error.h"
+
+namespace tern::cli {
+namespace {
+
+struct ChatCliOptions {
+  RunOptions run;
+  ChatOptions chat;
+  SamplingOptions sampling;
+  std::string chat_template;
+  bool verbose_prompt = false;
+};
+
+void run_chat(const ChatCliOptions& o) {
+  std::unique_ptr<Model> model = open_model(o.run);
+  const std::string path = model->file().path();
+  Tokenizer tok(model->file());
+  print_notes(tok, path);
+  ChatSession session(*model, tok, choose_template(o.chat_template, tok, path), o.chat);
+  const SamplerParams sp = sampler_params(o.sampling);
+  Sampler sampler(sp);
+  const bool tty = isatty(STDIN_FILENO);
+  std::fprintf(stderr, "tern: %s, kernel %s, %d threads, context %d, seed %llu\n", path.c_str(),
+               model->kernels().name, omp_get_max_threads(), model->max_seq(),
+               static_cast<unsigned long long>(sp.seed));
+  if (tty) std::fprintf(stderr, "tern: one message per line; Ctrl-D ends the conversation\n");
+
+  int turns = 0, generated = 0;
+  double gen_seconds = 0;
+  std::string line;
+  while (true) {
+    if (tty) {
+      std::fputs("> ", stdout);
+      std::fflush(stdout);
+    }
+    if (!std::getline(std::cin, line)) break;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty()) continue;
+    const ChatTurn t = session.reply(line, sampler, [](const std::string& text) {
+      std::fwrite(text.data(), 1, text.size(), stdout);
+      std::fflush(stdout);
+    });
+    std::printf("\n");
+    std::fflush(stdout);
+    if (t.n_dropped)
+      std::fprintf(stderr, "tern: context full: dropped the %d oldest turn%s\n", t.n_dropped,
+                   t.n_dropped == 1 ? "" : "s");
+    if (o.verbose_prompt) std::fprintf(stderr, "tern: prompt:\n%s\n", t.rendered.c_str());
+    ++turns;
+    generated += t.stats.n_generated;
+    gen_seconds += t.stats.gen_seconds;
+  }
+  std::fprintf(stderr, "tern: %d turns, %d tokens generated (%.2f tok/s)\n", turns, generated,
+               generated / std::max(gen_seconds, 1e-9));
+}
+
+}  // namespace
+
+void add_chat(CLI::App& app) {
+  auto o = std::make_shared<ChatCliOptions>();
+  o->chat.gen.n_predict = -1;
+  CLI::App* cmd = app.add_subcommand("chat", "chat with a model using its chat template");
+  add_run_options(*cmd, o->run);
+  cmd->add_option("--system", o->chat.system, "system message");
+  cmd->add_option("-n,--n-predict", o->chat.gen.n_predict, "tokens per reply at most (default: until the model ends it)");
+  cmd->add_option("--chat-template", o->chat_template,
+                  "template: a built-in name (chatml, llama2, llama3, falcon3, bitnet, ...) or a file (default: the model's)");
+  cmd->add_flag("--verbose-prompt", o->verbose_prompt, "print the rendered prompt on stderr");
+  cmd->add_flag("--ignore-eos", o->chat.gen.ignore_eos, "never stop at end-of-generation tokens");
+  add_sampling_options(*cmd, o->sampling);
+  cmd->callback([o] { run_chat(*o); });
+}
+
+}  // namespace tern::cli
