@@ -6,6 +6,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tern/gguf.h"
@@ -58,6 +59,8 @@ void write_spec(gguf::Writer& w, const Spec& s, KeyGroup group);
 Spec load_checkpoint_tokenizer(const std::string& dir);
 // The pieces of it, for tests and tools.
 Spec load_tokenizer_json(const std::string& path);
+// The same from the file's bytes; `path` names it in errors.
+Spec parse_tokenizer_json(std::string_view text, const std::string& path);
 Spec load_sentencepiece(const std::string& path);
 // Applies tokenizer_config.json (add_bos_token, add_eos_token, bos/eos
 // token, chat_template) and generation_config.json (eos_token_id, one or a

@@ -99,7 +99,16 @@ void apply_post_processor(Spec& s, const Json& post, const std::string& what) {
 }  // namespace
 
 Spec load_tokenizer_json(const std::string& path) {
-  const Json j = read_json_file(path, kMaxJsonBytes);
+  return parse_tokenizer_json(read_json_file(path, kMaxJsonBytes), path);
+}
+
+Spec parse_tokenizer_json(std::string_view text, const std::string& path) {
+  const Json j = Json::parse(text, nullptr, false);
+  if (j.is_discarded()) throw file_error(path, "not valid JSON");
+  return parse_tokenizer_json(j, path);
+}
+
+Spec parse_tokenizer_json(const Json& j, const std::string& path) try {
   auto fail = [&](const std::string& what) { return file_error(path, what); };
   if (!j.is_object()) throw fail("not a tokenizer.json object");
   const Json* model = field(j, "model");
@@ -226,6 +235,9 @@ Spec load_tokenizer_json(const std::string& path) {
     throw fail(e.what());
   }
   return s;
+} catch (const nlohmann::json::exception& e) {
+  // A value of the wrong JSON type somewhere in the file.
+  throw file_error(path, std::string("malformed: ") + e.what());
 }
 
 void apply_hf_configs(Spec& s, const std::string& dir) {

@@ -12,6 +12,9 @@ using Json = nlohmann::json;
 // larger than max_bytes, not JSON).
 Json read_json_file(const std::string& path, size_t max_bytes);
 
+struct Spec;
+Spec parse_tokenizer_json(const Json& j, const std::string& path);
+
 // Typed field access that throws tern::Error(what + ": problem") instead of
 // nlohmann's exceptions, for untrusted files.
 const Json* field(const Json& obj, const char* key);  // null if absent or JSON null

@@ -54,6 +54,8 @@ void Tokenizer::init(const std::string& source) {
     const std::string msg = e.what();
     // Messages from the file layer already start with the path.
     throw msg.rfind(source, 0) == 0 ? Error(msg) : file_error(source, msg);
+  } catch (const nlohmann::json::exception& e) {
+    throw file_error(source, std::string("malformed tokenizer rules: ") + e.what());
   }
 
   auto add_eog = [&](int32_t id) {
