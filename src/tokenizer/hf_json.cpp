@@ -224,8 +224,23 @@ Spec parse_tokenizer_json(const Json& j, const std::string& path) try {
   if (const Json* post = field(j, "post_processor")) apply_post_processor(s, *post, path);
   if ((s.bos >= int32_t(s.tokens.size())) || (s.eos >= int32_t(s.tokens.size())))
     throw fail("post_processor names an id beyond the vocabulary");
-  // The llama.cpp defaults for "llama" (bos 1, eos 2) do not apply here.
+  // llama.cpp's SentencePiece path prepends "▁" itself: tell it whether
+  // this file's rules do (a Prepend normalizer, or Metaspace prepending).
   s.add_space_prefix = false;
+  if (s.model == "llama") {
+    const std::string rules = pipeline["normalizer"].dump() + pipeline["pre_tokenizer"].dump();
+    const bool prepend_normalizer = rules.find("\"Prepend\"") != std::string::npos;
+    bool metaspace_prepends = false;
+    auto visit = [&](const Json& p, auto& self) -> void {
+      if (!p.is_object()) return;
+      if (p.value("type", "") == "Metaspace")
+        metaspace_prepends = p.contains("prepend_scheme") ? p["prepend_scheme"] != "never" : p.value("add_prefix_space", true);
+      if (p.contains("pretokenizers") && p["pretokenizers"].is_array())
+        for (const Json& q : p["pretokenizers"]) self(q, self);
+    };
+    visit(pipeline["pre_tokenizer"], visit);
+    s.add_space_prefix = prepend_normalizer || metaspace_prepends;
+  }
   s.hf_pipeline = pipeline.dump();
   // Compile every rule now, so a bad regex or an unknown step fails at pack
   // time with this file's name rather than when the model is run.

@@ -235,7 +235,7 @@ Steps parse_decoder(const Json& j) {
         throw Error("decoder Strip content must be one character");
       for (auto [key, dst] : {std::pair{"start", &s->start}, std::pair{"stop", &s->stop}}) {
         const Json* v = field(d, key);
-        if (v && (!v->is_number_unsigned() || v->get<uint64_t>() > 1024))
+        if (v && (!v->is_number_integer() || v->get<int64_t>() < 0 || v->get<int64_t>() > 1024))
           throw Error(std::string("decoder Strip '") + key + "' must be a small count");
         *dst = v ? v->get<size_t>() : 0;
       }

