@@ -1,0 +1,161 @@
+// tern tokenize and tern chat as a user meets them, on the fixture's model
+// that carries Llama-3's tokenizer.json and chat template.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "support/test_env.h"
+
+namespace fs = std::filesystem;
+using tern::test::quote;
+
+namespace {
+
+std::string bpe_model() { return (tern::test::test_models() / "bpe" / "tq2_0.gguf").string(); }
+std::string spm_model() { return (tern::test::test_models() / "bitnet" / "tq2_0.gguf").string(); }
+int lines(const std::string& s) { return int(std::count(s.begin(), s.end(), '\n')); }
+
+class CliChat : public ::testing::Test {
+ protected:
+  tern::test::RunResult cli(const std::string& args, const std::string& tag = "out") {
+    return tern::test::tern_cli(args, tag, dir_);
+  }
+  // Runs tern with `input` on its standard input, as through a pipe.
+  tern::test::RunResult piped(const std::string& args, const std::string& input, const std::string& tag) {
+    const std::string in = write_file(tag + ".in", input);
+    const std::string out = (dir_ / (tag + ".out")).string(), err = (dir_ / (tag + ".err")).string();
+    const std::string cmd = quote(TERN_EXE) + " " + args + " <" + quote(in) + " >" + quote(out) + " 2>" + quote(err);
+    const int rc = std::system(cmd.c_str());
+    tern::test::RunResult r;
+    r.exit_code = WIFEXITED(rc) ? WEXITSTATUS(rc) : 128 + WTERMSIG(rc);
+    r.out = slurp(out);
+    r.err = slurp(err);
+    return r;
+  }
+  std::string write_file(const std::string& name, const std::string& bytes) {
+    const std::string p = (dir_ / name).string();
+    std::ofstream(p, std::ios::binary) << bytes;
+    return p;
+  }
+  static std::string slurp(const std::string& p) {
+    std::ifstream in(p, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
+  const fs::path dir_ = tern::test::test_dir();
+};
+
+void expect_one_line_error(const tern::test::RunResult& r, const std::string& what) {
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_LT(r.exit_code, 128) << "killed by a signal";
+  EXPECT_EQ(lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find(what), std::string::npos) << r.err;
+}
+
+std::string ids_text(const std::vector<int32_t>& ids) {
+  std::string s = "[";
+  for (size_t i = 0; i < ids.size(); ++i) s += (i ? ", " : "") + std::to_string(ids[i]);
+  return s + "]\n";
+}
+
+// The packed file tokenizes as Hugging Face's own tokenizer does: the
+// golden ids of the Llama-3 cases, through the binary.
+TEST_F(CliChat, TokenizeIdsEqualHuggingFaceGoldens) {
+  std::ifstream g(tern::test::source("tests/data/tokenizers/goldens/llama3.json"));
+  const nlohmann::json goldens = nlohmann::json::parse(g);
+  int checked = 0;
+  for (const auto& c : goldens["cases"]) {
+    if (!c.contains("text")) continue;
+    const std::string name = c["name"];
+    const std::string f = write_file(name + ".txt", c["text"].get<std::string>());
+    auto r = cli("tokenize -m " + quote(bpe_model()) + " -f " + quote(f) + " --ids --no-escape", name);
+    ASSERT_EQ(r.exit_code, 0) << name << ": " << r.err;
+    EXPECT_EQ(r.out, ids_text(c["ids"].get<std::vector<int32_t>>())) << name;
+    if (c.contains("ids_no_parse_special")) {
+      r = cli("tokenize -m " + quote(bpe_model()) + " -f " + quote(f) + " --ids --no-escape --no-parse-special",
+              name + "-lit");
+      EXPECT_EQ(r.out, ids_text(c["ids_no_parse_special"].get<std::vector<int32_t>>())) << name;
+    }
+    if (++checked == 12) break;  // each run loads the 128k vocabulary; a dozen cases show the path
+  }
+  EXPECT_EQ(checked, 12);
+}
+
+TEST_F(CliChat, TokenizePrintsPiecesAsLlamaTokenize) {
+  auto r = cli("tokenize -m " + quote(bpe_model()) + " -p 'Hello world<|eot_id|>\\n' --show-count");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "  9906 -> 'Hello'\n"
+            "  1917 -> ' world'\n"
+            "128009 -> '<|eot_id|>'\n"
+            "   198 -> '\n'\n"
+            "Total number of tokens: 4\n");
+  r = cli("tokenize -m " + quote(bpe_model()) + " -p '<|eot_id|>' --ids --no-parse-special", "lit");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.find("128009"), std::string::npos) << r.out;
+  // The SentencePiece model adds BOS unless told not to.
+  r = cli("tokenize -m " + quote(spm_model()) + " -p 'In the beginning' --ids", "spm");
+  EXPECT_EQ(r.out.rfind("[1, ", 0), 0u) << r.out;
+  r = cli("tokenize -m " + quote(spm_model()) + " -p 'In the beginning' --ids --no-bos", "spm-nobos");
+  EXPECT_NE(r.out.rfind("[1, ", 0), 0u) << r.out;
+}
+
+TEST_F(CliChat, TokenizeBadInput) {
+  expect_one_line_error(cli("tokenize -m " + quote(bpe_model())), "exactly one of -p, -f and --stdin");
+  expect_one_line_error(cli("tokenize -m " + quote(bpe_model()) + " -f /nonexistent/x.txt", "nofile"),
+                        "/nonexistent/x.txt");
+  const std::string junk = write_file("junk.gguf", "GGUF but not really");
+  expect_one_line_error(cli("tokenize -m " + quote(junk) + " -p hi", "junk"), "junk.gguf");
+}
+
+TEST_F(CliChat, ChatThroughAPipeKeepsTheHistory) {
+  const std::string args = "chat -m " + quote(bpe_model()) + " -n 6 --temp 0 --verbose-prompt";
+  auto r = piped(args, "Hi there\nHow are you?\n", "chat");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(lines(r.out), 2) << r.out;  // one line per reply
+  const std::string first = "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHi there<|eot_id|>"
+                            "<|start_header_id|>assistant<|end_header_id|>\n\n";
+  EXPECT_NE(r.err.find("tern: prompt:\n" + first + "\n"), std::string::npos) << r.err;
+  // The second prompt holds the first exchange, the reply as it was printed.
+  const std::string reply = r.out.substr(0, r.out.find('\n'));
+  EXPECT_NE(r.err.find(first + reply + "<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nHow are you?"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("2 turns"), std::string::npos) << r.err;
+  // Same seed and input, same conversation.
+  auto again = piped(args, "Hi there\nHow are you?\n", "chat2");
+  EXPECT_EQ(again.out, r.out);
+}
+
+TEST_F(CliChat, ChatDropsOldTurnsWhenTheContextIsFull) {
+  std::string input;
+  for (int i = 0; i < 6; ++i) input += "Tell me about the number " + std::to_string(i) + " and the sea\n";
+  auto r = piped("chat -m " + quote(bpe_model()) + " -c 64 -n 8 --temp 0", input, "full");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(lines(r.out), 6) << r.out;
+  EXPECT_NE(r.err.find("context full: dropped the"), std::string::npos) << r.err;
+}
+
+TEST_F(CliChat, ChatTemplateChoices) {
+  // The SentencePiece test model has no template: the error names the flag.
+  expect_one_line_error(piped("chat -m " + quote(spm_model()), "hi\n", "none"), "--chat-template");
+  auto r = piped("chat -m " + quote(spm_model()) + " --chat-template chatml -n 4 --temp 0 --verbose-prompt", "hi\n",
+                 "chatml");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"), std::string::npos) << r.err;
+  expect_one_line_error(piped("chat -m " + quote(bpe_model()) + " --chat-template no-such-template", "hi\n", "bad"),
+                        "--chat-template 'no-such-template'");
+  const std::string broken = write_file("broken.jinja", "{% for m in messages %}{{ m.content }");
+  expect_one_line_error(piped("chat -m " + quote(bpe_model()) + " --chat-template " + quote(broken), "hi\n", "broken"),
+                        "broken.jinja");
+}
+
+TEST_F(CliChat, GenerateEndsWithANewline) {
+  auto r = cli("generate -m " + quote(bpe_model()) + " -p 'Hello' -n 3 --temp 0 --ignore-eos");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_FALSE(r.out.empty());
+  EXPECT_EQ(r.out.back(), '\n');
+}
+
+}  // namespace
