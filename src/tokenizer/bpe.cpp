@@ -52,21 +52,7 @@ bool Bpe::merge_of(int32_t a, int32_t b, Merge& m) const {
   return true;
 }
 
-void Bpe::encode(std::string_view word, std::vector<int32_t>& out,
-                 std::unordered_map<std::string, std::vector<int32_t>>& cache) const {
-  auto it = cache.find(std::string(word));
-  if (it != cache.end()) {
-    out.insert(out.end(), it->second.begin(), it->second.end());
-    return;
-  }
-  std::vector<int32_t> ids;
-  encode_uncached(word, ids);
-  out.insert(out.end(), ids.begin(), ids.end());
-  if (cache.size() > 200000) cache.clear();  // bound memory on endless novel text
-  cache.emplace(std::string(word), std::move(ids));
-}
-
-void Bpe::encode_uncached(std::string_view word, std::vector<int32_t>& out) const {
+void Bpe::encode(std::string_view word, std::vector<int32_t>& out) const {
   if (opt_.ignore_merges) {
     const int32_t whole = find(word);
     if (whole >= 0) {

@@ -26,9 +26,8 @@ class Bpe {
   // Throws tern::Error for merges that name unknown tokens.
   Bpe(const Spec& s, const BpeOptions& o);
 
-  // Appends the ids of one word; `cache` remembers words already seen.
-  void encode(std::string_view word, std::vector<int32_t>& out,
-              std::unordered_map<std::string, std::vector<int32_t>>& cache) const;
+  // Appends the ids of one word.
+  void encode(std::string_view word, std::vector<int32_t>& out) const;
   int32_t find(std::string_view text) const;  // -1 if not a token
 
  private:
@@ -37,7 +36,6 @@ class Bpe {
     int32_t result;
   };
   bool merge_of(int32_t a, int32_t b, Merge& m) const;
-  void encode_uncached(std::string_view word, std::vector<int32_t>& out) const;
 
   const Spec& spec_;
   BpeOptions opt_;

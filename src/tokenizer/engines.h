@@ -16,8 +16,13 @@
 
 namespace tern::tok {
 
-// Words already encoded in this call, so repeated words cost one lookup.
-using Cache = std::unordered_map<std::string, std::vector<int32_t>>;
+// Words already encoded in this call, so repeated words cost one lookup;
+// looked up by string_view without building a key string.
+struct WordHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+using Cache = std::unordered_map<std::string, std::vector<int32_t>, WordHash, std::equal_to<>>;
 
 class Engine {
  public:

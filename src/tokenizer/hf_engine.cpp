@@ -15,9 +15,29 @@ class HfEngine : public Engine {
   HfEngine(const Spec& s, const Json& p) : spec_(s), pipeline_(p), bpe_(s, options(s, p)) {}
 
   void encode(std::string_view segment, bool at_start, std::vector<int32_t>& out, Cache& cache) const override {
-    std::vector<std::string> words;
+    Words words;
     pipeline_.pre_tokenize(segment, at_start, words);
-    for (const std::string& w : words) bpe_.encode(w, out, cache);
+    std::string mapped;
+    for (const Words::Span& sp : words.spans) {
+      const std::string_view w = words.word(sp);
+      // Repeated words (most of any text) cost one lookup by their raw text.
+      auto hit = cache.find(w);
+      if (hit != cache.end()) {
+        out.insert(out.end(), hit->second.begin(), hit->second.end());
+        continue;
+      }
+      std::vector<int32_t> ids;
+      if (words.raw_bytes) {
+        mapped.clear();
+        for (unsigned char c : w) mapped += byte_to_unicode(c);
+        bpe_.encode(mapped, ids);
+      } else {
+        bpe_.encode(w, ids);
+      }
+      out.insert(out.end(), ids.begin(), ids.end());
+      if (cache.size() > 200000) cache.clear();  // bound memory on endless novel text
+      cache.emplace(std::string(w), std::move(ids));
+    }
   }
   std::string decode(const std::vector<int32_t>& ids) const override {
     std::vector<std::string> toks;

@@ -113,6 +113,11 @@ struct Pipeline::Step {
 namespace {
 
 using Step = Pipeline::Step;
+
+struct Span {
+  size_t b, e;
+  bool match;
+};
 using Steps = std::vector<std::unique_ptr<Step>>;
 
 std::unique_ptr<Step> make(Step::Kind k) {
@@ -252,16 +257,12 @@ Steps parse_decoder(const Json& j) {
   return out;
 }
 
-struct Span {
-  size_t b, e;
-  bool match;
-};
 
-// HF's NormalizedString::split: the regex's matches and the gaps between
-// them, combined by `behavior`; returns the kept pieces.
-void split_by(const Step& s, const Split& in, std::vector<Split>& out,
+// HF's NormalizedString::split on one span of `text`: the regex's matches
+// and the gaps between them, combined by `behavior`; appends kept spans.
+void split_by(const Step& s, const std::string& text, const Words::Span& in, std::vector<Words::Span>& out,
               std::vector<std::pair<size_t, size_t>>& scratch) {
-  const std::string& t = in.text;
+  const std::string_view t = std::string_view(text).substr(in.b, in.e - in.b);
   s.regex->find_all(t, scratch);
   std::vector<Span> spans;
   size_t prev = 0;
@@ -274,13 +275,12 @@ void split_by(const Step& s, const Split& in, std::vector<Split>& out,
   if (s.invert)
     for (Span& sp : spans) sp.match = !sp.match;
 
-  // Each kept piece: [b, e) and whether it is removed.
   std::vector<Span> kept;
   bool previous_match = false;
   switch (s.behavior) {
     case Behavior::Removed:
     case Behavior::Isolated:
-      kept = spans;
+      kept.swap(spans);
       break;
     case Behavior::MergedWithPrevious:
       for (const Span& sp : spans) {
@@ -308,8 +308,24 @@ void split_by(const Step& s, const Split& in, std::vector<Split>& out,
   }
   for (const Span& sp : kept) {
     if (s.behavior == Behavior::Removed && sp.match) continue;
-    if (sp.e > sp.b) out.push_back({t.substr(sp.b, sp.e - sp.b), in.at_start && sp.b == 0});
+    if (sp.e > sp.b)
+      out.push_back({uint32_t(in.b + sp.b), uint32_t(in.b + sp.e), in.at_start && sp.b == 0});
   }
+}
+
+// Rewrites every span through `f` (text of a span -> new text) into a fresh
+// buffer: the steps that change text, not just cut it.
+template <typename F>
+void rewrite(Words& w, F&& f) {
+  std::string text;
+  text.reserve(w.text.size() + w.text.size() / 4);
+  for (Words::Span& sp : w.spans) {
+    const std::string piece = f(w.word(sp), sp.at_start);
+    sp.b = uint32_t(text.size());
+    text += piece;
+    sp.e = uint32_t(text.size());
+  }
+  w.text.swap(text);
 }
 
 }  // namespace
@@ -366,54 +382,68 @@ std::string Pipeline::normalize(std::string_view text) const {
   return s;
 }
 
-void Pipeline::pre_tokenize(std::string_view segment, bool at_start, std::vector<std::string>& out) const {
-  std::vector<Split> cur{{std::string(segment), at_start}}, next;
+void Pipeline::pre_tokenize(std::string_view segment, bool at_start, Words& w) const {
+  if (segment.size() >= (size_t(1) << 32)) throw Error("a text segment of 4 GiB or more cannot be tokenized");
+  w.text.assign(segment);
+  w.spans.assign(1, Words::Span{0, uint32_t(segment.size()), at_start});
+  w.raw_bytes = false;
+  if (segment.empty()) w.spans.clear();
+  std::vector<Words::Span> next;
   std::vector<std::pair<size_t, size_t>> scratch;
+  auto map_bytes = [](std::string_view word, bool) {
+    std::string mapped;
+    mapped.reserve(word.size() * 2);
+    for (unsigned char c : word) mapped += byte_to_unicode(c);
+    return mapped;
+  };
   for (const auto& st : pre_tokenizers_) {
+    // A step after ByteLevel sees mapped characters, as in HF.
+    if (w.raw_bytes) {
+      rewrite(w, map_bytes);
+      w.raw_bytes = false;
+    }
     next.clear();
-    for (Split& sp : cur) {
-      switch (st->kind) {
-        case Step::PByteLevel: {
-          if (st->add_prefix_space && (sp.text.empty() || sp.text[0] != ' ')) sp.text.insert(0, 1, ' ');
-          std::vector<Split> words;
-          if (st->use_regex) split_by(*st, sp, words, scratch);
-          else words.push_back(std::move(sp));
-          for (Split& w : words) {
-            std::string mapped;
-            mapped.reserve(w.text.size() * 2);
-            for (unsigned char c : w.text) mapped += byte_to_unicode(c);
-            next.push_back({std::move(mapped), w.at_start});
-          }
-          break;
+    switch (st->kind) {
+      case Step::PByteLevel:
+        if (st->add_prefix_space)
+          rewrite(w, [](std::string_view word, bool) {
+            return word.empty() || word[0] != ' ' ? " " + std::string(word) : std::string(word);
+          });
+        if (st->use_regex) {
+          for (const Words::Span& sp : w.spans) split_by(*st, w.text, sp, next, scratch);
+          w.spans.swap(next);
         }
-        case Step::PMetaspace: {
-          std::string t = replace_all(sp.text, " ", st->content);
-          const bool prepend = st->prepend == Prepend::Always || (st->prepend == Prepend::First && sp.at_start);
+        w.raw_bytes = true;  // mapped lazily, per distinct word
+        break;
+      case Step::PMetaspace: {
+        rewrite(w, [&](std::string_view word, bool first) {
+          std::string t = replace_all(word, " ", st->content);
+          const bool prepend = st->prepend == Prepend::Always || (st->prepend == Prepend::First && first);
           if (prepend && t.compare(0, st->content.size(), st->content) != 0) t = st->content + t;
-          if (!st->split) {
-            next.push_back({std::move(t), sp.at_start});
-            break;
-          }
-          // Split before each replacement character (MergedWithNext).
-          size_t b = 0;
-          for (size_t i = st->content.size(); i <= t.size(); ++i) {
-            if (i == t.size() || t.compare(i, st->content.size(), st->content) == 0) {
-              if (i > b) next.push_back({t.substr(b, i - b), sp.at_start && b == 0});
+          return t;
+        });
+        if (!st->split) break;
+        // Split before each replacement character (MergedWithNext).
+        const std::string& t = w.text;
+        const size_t rl = st->content.size();
+        for (const Words::Span& sp : w.spans) {
+          size_t b = sp.b;
+          for (size_t i = sp.b + rl; i <= sp.e; ++i) {
+            if (i == sp.e || t.compare(i, rl, st->content) == 0) {
+              if (i > b) next.push_back({uint32_t(b), uint32_t(i), sp.at_start && b == sp.b});
               b = i;
-              if (i == t.size()) break;
             }
           }
-          break;
         }
-        default:
-          split_by(*st, sp, next, scratch);
-          break;
+        w.spans.swap(next);
+        break;
       }
+      default:
+        for (const Words::Span& sp : w.spans) split_by(*st, w.text, sp, next, scratch);
+        w.spans.swap(next);
+        break;
     }
-    cur.swap(next);
   }
-  for (Split& sp : cur)
-    if (!sp.text.empty()) out.push_back(std::move(sp.text));
 }
 
 std::string Pipeline::decode(std::vector<std::string> tokens) const {

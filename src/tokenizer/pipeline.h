@@ -25,12 +25,20 @@ inline constexpr const char* kQwen2Pattern =
 inline constexpr const char* kGpt2Pattern =
     "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
 
-// A split of the input on its way through the pre-tokenizers; `at_start`
-// is true only for the split that begins at offset 0 of the input
-// (Metaspace's prepend_scheme "first").
-struct Split {
+// The words of one segment after pre-tokenization: spans of `text`. While
+// the steps only split, `text` is the segment itself and nothing is copied.
+// `raw_bytes`: the last step was ByteLevel, so each word is still in raw
+// bytes and the model sees it through byte_to_unicode (the engine maps a
+// word only the first time it meets it).
+struct Words {
+  struct Span {
+    uint32_t b, e;
+    bool at_start;  // begins at offset 0 of the input (Metaspace's "first")
+  };
   std::string text;
-  bool at_start = false;
+  std::vector<Span> spans;
+  bool raw_bytes = false;
+  std::string_view word(const Span& s) const { return std::string_view(text).substr(s.b, s.e - s.b); }
 };
 
 // How a Split pre-tokenizer keeps the delimiters it matched.
@@ -44,8 +52,8 @@ class Pipeline {
 
   bool has_normalizer() const { return !normalizers_.empty(); }
   std::string normalize(std::string_view text) const;
-  // Appends the pre-tokenized words of one segment to `out`.
-  void pre_tokenize(std::string_view segment, bool at_start, std::vector<std::string>& out) const;
+  // The pre-tokenized words of one segment (at most 4 GiB).
+  void pre_tokenize(std::string_view segment, bool at_start, Words& out) const;
   // The decoder chain over token strings (already without skipped tokens).
   std::string decode(std::vector<std::string> tokens) const;
   // True when the words the model sees are byte-level characters (GPT-2's
