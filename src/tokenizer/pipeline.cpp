@@ -428,7 +428,9 @@ void Pipeline::pre_tokenize(std::string_view segment, bool at_start, Words& w) c
         const size_t rl = st->content.size();
         for (const Words::Span& sp : w.spans) {
           size_t b = sp.b;
-          for (size_t i = sp.b + rl; i <= sp.e; ++i) {
+          // A match inside the first replacement character is impossible:
+          // its continuation bytes never equal its lead byte.
+          for (size_t i = sp.b + 1; i <= sp.e; ++i) {
             if (i == sp.e || t.compare(i, rl, st->content) == 0) {
               if (i > b) next.push_back({uint32_t(b), uint32_t(i), sp.at_start && b == sp.b});
               b = i;
