@@ -18,12 +18,14 @@ Bpe::Bpe(const Spec& s, const BpeOptions& o) : spec_(s), opt_(o) {
     byte_ids_[b] = find(name);
   }
   merges_.reserve(s.merges.size() * 2);
+  std::string joined;
   for (size_t r = 0; r < s.merges.size(); ++r) {
     const std::string& m = s.merges[r];
     const size_t sp = m.find(' ', 1);
     if (sp == std::string::npos) throw Error("merge " + std::to_string(r) + " '" + m + "' is not 'left right'");
     const std::string_view a(m.data(), sp), b(m.data() + sp + 1, m.size() - sp - 1);
-    const int32_t ia = find(a), ib = find(b), ic = find(std::string(a) + std::string(b));
+    joined.assign(a).append(b);
+    const int32_t ia = find(a), ib = find(b), ic = find(joined);
     if (ia < 0 || ib < 0 || ic < 0)
       throw Error("merge " + std::to_string(r) + " '" + m + "' names a token that is not in the vocabulary");
     // An earlier merge of the same pair keeps its rank.
