@@ -14,69 +14,18 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
-#include "support/test_env.h"
-#include "tern/gguf.h"
-#include "tern/tokenizer.h"
-#include "tern/tokenizer_spec.h"
+#include "tokenizer/tokenizer_test_util.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
 
-const fs::path kData = fs::path(TERN_SOURCE_DIR) / "tests/data/tokenizers";
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-uint64_t fnv1a64_bytes(const void* data, size_t n, uint64_t h = 0xcbf29ce484222325ull) {
-  const auto* p = static_cast<const unsigned char*>(data);
-  for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
-  return h;
-}
-
-std::string hex64(uint64_t v) {
-  char b[17];
-  std::snprintf(b, sizeof b, "%016llx", static_cast<unsigned long long>(v));
-  return b;
-}
-
-std::string fnv_ids(const std::vector<int32_t>& ids) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (const int32_t id : ids) {
-    const uint32_t v = uint32_t(id);
-    const unsigned char le[4] = {uint8_t(v), uint8_t(v >> 8), uint8_t(v >> 16), uint8_t(v >> 24)};
-    h = fnv1a64_bytes(le, 4, h);
-  }
-  return hex64(h);
-}
-
-std::string from_hex(const std::string& h) {
-  std::string out;
-  for (size_t i = 0; i + 1 < h.size(); i += 2) out += char(std::stoi(h.substr(i, 2), nullptr, 16));
-  return out;
-}
-
-std::string kjv_text() {
-  const std::string cmd = std::string("sh ") + TERN_SOURCE_DIR + "/tests/tools/kjv_text.sh";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return {};
-  std::string out;
-  char buf[1 << 16];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  return pclose(p) == 0 ? out : std::string();
-}
+using namespace tern::test;
+const fs::path kData = kTokenizerData;
 
 std::vector<std::string> recorded_names() {
   std::vector<std::string> names;
@@ -88,19 +37,6 @@ std::vector<std::string> recorded_names() {
   return names;
 }
 
-// The tokenizer from llama.cpp's keys alone, as its converter writes them.
-std::unique_ptr<tern::Tokenizer> from_llamacpp_keys(const tern::tok::Spec& s, const std::string& name) {
-  const fs::path path = tern::test::test_dir() / (name + "-llamacpp.gguf");
-  {
-    tern::gguf::Writer w(path.string());
-    w.set("general.architecture", tern::gguf::Value::string("llama"));
-    tern::tok::write_spec(w, s, tern::tok::KeyGroup::Standard);
-    w.write_header();
-    w.finish();
-  }
-  const tern::gguf::File f = tern::gguf::File::open(path.string());
-  return std::make_unique<tern::Tokenizer>(f);
-}
 
 class LlamaCpp : public ::testing::TestWithParam<std::string> {
  protected:
@@ -161,12 +97,12 @@ TEST_P(LlamaCpp, SmallCasesAsPacked) {
 }
 
 TEST_P(LlamaCpp, SmallCasesFromLlamaCppKeysOnly) {
-  check_cases(*from_llamacpp_keys(spec_, GetParam()), rec_, false);
+  check_cases(*through_gguf(spec_, GetParam(), false), rec_, false);
 }
 
 TEST_P(LlamaCpp, BigTextsFromLlamaCppKeysOnly) {
   if (rec_["big"].empty()) GTEST_SKIP() << "no big inputs recorded";
-  const auto tok = from_llamacpp_keys(spec_, GetParam());
+  const auto tok = through_gguf(spec_, GetParam(), false);
   const json golden = json::parse(slurp(kData / "goldens" / (GetParam() + ".json")));
   for (const json& b : rec_["big"]) {
     const std::string name = b["name"];
