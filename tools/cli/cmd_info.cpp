@@ -3,6 +3,7 @@
 #include <tuple>
 
 #include "cli/commands.h"
+#include "tern/tokenizer.h"
 #include "tern/error.h"
 #include "tern/gguf.h"
 #include "tern/kernels.h"
@@ -30,6 +31,13 @@ void run_info(const std::string& path) {
   std::printf("activation mode: %s\n", act_name(c.act_mode));
   if (const gguf::Value* v = f.find("tern.scale_rule"))
     std::printf("scale rule:      %s\n", v->as_string("tern.scale_rule").c_str());
+  {
+    const Tokenizer tok(f);
+    std::printf("tokenizer:       %s, %d tokens, BOS %s, %zu end-of-generation id%s, chat template %s\n",
+                tok.kind().c_str(), tok.vocab_size(), tok.adds_bos() ? "added" : "not added", tok.eog_ids().size(),
+                tok.eog_ids().size() == 1 ? "" : "s", tok.chat_template().empty() ? "none" : "present");
+    print_notes(tok, path);
+  }
 
   uint64_t tern_w = 0, tern_b = 0, all_w = 0, all_b = 0;
   std::printf("\n%-28s %-6s %-16s %12s\n", "tensor", "type", "shape", "bytes");
