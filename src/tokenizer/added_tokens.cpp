@@ -26,7 +26,9 @@ AddedTokens::AddedTokens(const std::vector<AddedToken>& all, bool normalized) {
   nodes_.emplace_back();
   std::memset(nodes_[0].child, 0, sizeof nodes_[0].child);
   for (const AddedToken& t : all) {
-    if (t.normalized != normalized || t.content.empty()) continue;
+    // Input is valid UTF-8; a token that is not could only match inside a
+    // character and cut the text where no regex may look.
+    if (t.normalized != normalized || t.content.empty() || utf8_lossy(t.content) != t.content) continue;
     int32_t n = 0;
     for (unsigned char c : t.content) {
       if (!nodes_[n].child[c]) {

@@ -56,9 +56,9 @@ class HfEngine : public Engine {
       }
       return out;
     }
-    if (token.size() == 6 && token.compare(0, 3, "<0x") == 0 && token[5] == '>' &&
-        (spec_.types.empty() || spec_.types[id] == kByte || spec_.types[id] == kNormal))
-      return std::string(1, char(std::stoi(token.substr(3, 2), nullptr, 16)));
+    const int byte = byte_token_value(token);
+    if (byte >= 0 && (spec_.types.empty() || spec_.types[id] == kByte || spec_.types[id] == kNormal))
+      return std::string(1, char(byte));
     return spm_unescape(token);
   }
   const char* kind() const override {

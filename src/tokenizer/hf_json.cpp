@@ -11,6 +11,7 @@
 #include "tern/tokenizer_spec.h"
 #include "tokenizer/json_util.h"
 #include "tokenizer/pipeline.h"
+#include "tokenizer/utf8.h"
 
 namespace tern::tok {
 
@@ -122,8 +123,14 @@ Spec parse_tokenizer_json(const Json& j, const std::string& path) try {
   Spec s;
   std::unordered_map<std::string, int32_t> ids;
   ids.reserve(vocab->size() * 2);
+  // Ids may leave gaps (cl100k does), but not so many that a tiny file could
+  // ask for gigabytes of placeholder tokens.
+  const Json* added_list = field(j, "added_tokens");
+  const int64_t max_id = int64_t(vocab->size()) + (added_list && added_list->is_array() ? int64_t(added_list->size()) : 0) + 65536;
   auto place = [&](const std::string& text, int64_t id, const char* what) {
-    if (id < 0 || id >= (int64_t(1) << 30)) throw fail(std::string(what) + " '" + text + "' has id " + std::to_string(id));
+    if (id < 0 || id >= max_id)
+      throw fail(std::string(what) + " '" + text + "' has id " + std::to_string(id) + ", beyond what " +
+                 std::to_string(vocab->size()) + " tokens can use");
     if (size_t(id) >= s.tokens.size()) s.tokens.resize(size_t(id) + 1), s.types.resize(size_t(id) + 1, 0);
     if (s.types[id] != 0 && s.tokens[id] != text)
       throw fail("id " + std::to_string(id) + " is both '" + s.tokens[id] + "' and '" + text + "'");
@@ -216,7 +223,7 @@ Spec parse_tokenizer_json(const Json& j, const std::string& path) try {
     for (size_t i = 0; i < s.tokens.size(); ++i) {
       if (produced_rank[i] >= 0) s.scores[i] = -float(produced_rank[i]);
       const std::string& t = s.tokens[i];
-      if (s.types[i] == kNormal && t.size() == 6 && t.compare(0, 3, "<0x") == 0 && t[5] == '>') s.types[i] = kByte;
+      if (s.types[i] == kNormal && byte_token_value(t) >= 0) s.types[i] = kByte;
     }
     if (s.unk >= 0) s.types[s.unk] = kUnknown;
   }

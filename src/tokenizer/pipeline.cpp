@@ -488,9 +488,8 @@ std::string Pipeline::decode(std::vector<std::string> tokens) const {
           n_pending = 0;
         };
         for (std::string& t : tokens) {
-          if (t.size() == 6 && t.compare(0, 3, "<0x") == 0 && t[5] == '>' && isxdigit(static_cast<unsigned char>(t[3])) &&
-              isxdigit(static_cast<unsigned char>(t[4]))) {
-            pending += char(std::stoi(t.substr(3, 2), nullptr, 16));
+          if (const int byte = byte_token_value(t); byte >= 0) {
+            pending += char(byte);
             ++n_pending;
           } else {
             flush();

@@ -11,6 +11,7 @@
 #include "tern/error.h"
 #include "tern/tokenizer_spec.h"
 #include "tokenizer/engines.h"
+#include "tokenizer/utf8.h"
 
 namespace tern::tok {
 
@@ -160,7 +161,11 @@ class SentencePieceEngine : public Engine {
   }
   std::string piece_bytes(int32_t id, const std::string& token) const override {
     if (id >= sp_->GetPieceSize() || sp_->IsControl(id) || sp_->IsUnused(id)) return {};
-    if (sp_->IsByte(id)) return std::string(1, char(std::stoi(token.substr(3, 2), nullptr, 16)));
+    if (sp_->IsByte(id)) {
+      // The model's own piece, not the file's token text, which need not agree.
+      const int byte = byte_token_value(sp_->IdToPiece(id));
+      return byte >= 0 ? std::string(1, char(byte)) : std::string();
+    }
     if (sp_->IsUnknown(id)) return "\xE2\x81\x87";  // U+2047, what SentencePiece prints
     return spm_unescape(token);
   }

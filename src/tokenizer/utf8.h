@@ -19,4 +19,8 @@ void utf8_append(std::string& out, uint32_t cp);
 // Unicode White_Space, as Rust's char::is_whitespace.
 bool is_unicode_space(uint32_t cp);
 
+// The byte a "<0xAB>" byte-fallback token stands for, or -1 if `token` is
+// not exactly that shape with two hex digits.
+int byte_token_value(std::string_view token);
+
 }  // namespace tern::tok

@@ -247,3 +247,45 @@ TEST(GgufVocab, MissingPreTokenizerFallsBackAsLlamaCppDoesAndSaysSo) {
 }
 
 }  // namespace
+
+namespace {
+
+// Fuzzer findings (tests/fuzz): each input once crashed or misbehaved.
+TEST(FuzzRegressions, ByteShapedTokensWithoutHexDigitsAreText) {
+  json j = byte_level_json();
+  j["model"]["vocab"]["<0xZZ>"] = 14;
+  j["model"]["vocab"]["<0x?1>"] = 15;
+  j["decoder"] = {{"type", "ByteFallback"}};
+  j["pre_tokenizer"] = nullptr;
+  const tern::Tokenizer t = make(j);
+  EXPECT_EQ(t.piece_bytes(14), "<0xZZ>");
+  EXPECT_EQ(t.token_piece(15), "<0x?1>");
+  EXPECT_EQ(t.decode(std::vector<int32_t>{14, 0}), "<0xZZ>h");
+}
+
+TEST(FuzzRegressions, AnIdFarBeyondTheVocabularyIsRefusedNotAllocated) {
+  const std::string e =
+      error_of([] { parse_tokenizer_json(R"({"model":{"type":"BPE","vocab":{"a":0,"b":1000000000},"merges":[]}})", "t.json"); });
+  EXPECT_NE(e.find("has id 1000000000, beyond what 2 tokens can use"), std::string::npos) << e;
+}
+
+TEST(FuzzRegressions, AnAddedTokenThatIsNotWholeUtf8NeverCutsACharacter) {
+  const auto path = (tern::test::test_dir() / "partial.gguf").string();
+  {
+    tern::gguf::Writer w(path);
+    w.set("tokenizer.ggml.model", tern::gguf::Value::string("gpt2"));
+    w.set("tokenizer.ggml.pre", tern::gguf::Value::string("llama-bpe"));
+    // "\xC3" alone is half of "é"; as a control token it must never match.
+    w.set("tokenizer.ggml.tokens", tern::gguf::Value::string_array({"\xC3\x83", "\xC2\xA9", "\xC3", "x", "\xC3\x83\xC2\xA9"}));
+    w.set("tokenizer.ggml.token_type", tern::gguf::Value::i32_array(std::vector<int32_t>{1, 1, 3, 1, 1}));
+    w.set("tokenizer.ggml.merges", tern::gguf::Value::string_array({"\xC3\x83 \xC2\xA9"}));
+    w.set("tokenizer.ggml.add_bos_token", tern::gguf::Value::boolean(false));
+    w.write_header();
+    w.finish();
+  }
+  const tern::Tokenizer t(tern::gguf::File::open(path));
+  const auto got = ids(t, "\xC3\xA9");  // é: bytes C3 A9, byte-level "Ã©"
+  EXPECT_EQ(got, (std::vector<int32_t>{4}));
+}
+
+}  // namespace
