@@ -30,13 +30,17 @@ class ChatSession {
  public:
   ChatSession(Model& model, const Tokenizer& tok, chat::Template tmpl, ChatOptions o);
 
-  // Adds the user's message and streams the reply through on_text. Throws
-  // if the message alone does not fit the context.
-  ChatTurn reply(const std::string& user, Sampler& sampler, const TextSink& on_text);
+  // Adds the user's message and streams the reply through on_text.
+  // on_start, if given, sees the turn before the reply begins (the rendered
+  // prompt, not yet tokenized, and how many turns were dropped to fit).
+  // Throws if the message alone does not fit the context.
+  ChatTurn reply(const std::string& user, Sampler& sampler, const TextSink& on_text,
+                 const std::function<void(const ChatTurn&)>& on_start = nullptr);
   const std::vector<chat::Message>& history() const { return history_; }
 
  private:
-  std::vector<int32_t> render_ids(std::string& text) const;
+  std::string render() const;                                  // the history through the template
+  std::vector<int32_t> tokens(const std::string& text) const;  // as apply_chat_template tokenizes
 
   Model& model_;
   const Tokenizer& tok_;

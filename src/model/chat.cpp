@@ -13,12 +13,15 @@ ChatSession::ChatSession(Model& model, const Tokenizer& tok, chat::Template tmpl
   if (!o_.system.empty()) history_.push_back({"system", o_.system});
 }
 
-std::vector<int32_t> ChatSession::render_ids(std::string& text) const {
+std::string ChatSession::render() const {
   chat::RenderOptions ro;
   ro.add_generation_prompt = true;
   if (tok_.bos() >= 0) ro.bos_token = tok_.token_text(tok_.bos());
   if (tok_.eos() >= 0) ro.eos_token = tok_.token_text(tok_.eos());
-  text = tmpl_.render(history_, ro);
+  return tmpl_.render(history_, ro);
+}
+
+std::vector<int32_t> ChatSession::tokens(const std::string& text) const {
   // As transformers' apply_chat_template(tokenize=True): the template
   // writes BOS itself where the model wants one.
   EncodeOptions eo;
@@ -26,14 +29,16 @@ std::vector<int32_t> ChatSession::render_ids(std::string& text) const {
   return tok_.encode(text, eo);
 }
 
-ChatTurn ChatSession::reply(const std::string& user, Sampler& sampler, const TextSink& on_text) {
+ChatTurn ChatSession::reply(const std::string& user, Sampler& sampler, const TextSink& on_text,
+                            const std::function<void(const ChatTurn&)>& on_start) {
   ChatTurn turn;
   history_.push_back({"user", user});
   const int ctx = model_.max_seq();
   // Room for the reply: what -n asks for, but never more than half the
   // context, so a long -n cannot crowd out the conversation.
   const int room = o_.gen.n_predict > 0 ? std::min(o_.gen.n_predict, ctx / 2) : ctx / 4;
-  std::vector<int32_t> ids = render_ids(turn.rendered);
+  turn.rendered = render();
+  std::vector<int32_t> ids = tokens(turn.rendered);
   const size_t first_turn = o_.system.empty() ? 0 : 1;
   while (int(ids.size()) + room > ctx && history_.size() - first_turn > 1) {
     // Drop the oldest exchange: a user turn and the reply after it.
@@ -41,13 +46,16 @@ ChatTurn ChatSession::reply(const std::string& user, Sampler& sampler, const Tex
     if (history_.size() - first_turn > 1 && history_[first_turn].role == "assistant")
       history_.erase(history_.begin() + long(first_turn));
     ++turn.n_dropped;
-    ids = render_ids(turn.rendered);
+    turn.rendered = render();
+    ids = tokens(turn.rendered);
   }
+
   if (int(ids.size()) + std::min(room, 1) >= ctx) {
     history_.pop_back();
     throw Error("the message makes a prompt of " + std::to_string(ids.size()) + " tokens; the context holds " +
                 std::to_string(ctx) + " (raise -c or shorten it)");
   }
+  if (on_start) on_start(turn);
   // Feed only what the cache lacks: the longest common prefix is reused.
   size_t p = 0;
   while (p < ids.size() && p < cached_.size() && ids[p] == cached_[p]) ++p;

@@ -46,16 +46,20 @@ void run_chat(const ChatCliOptions& o) {
     if (!std::getline(std::cin, line)) break;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty()) continue;
-    const ChatTurn t = session.reply(line, sampler, [](const std::string& text) {
-      std::fwrite(text.data(), 1, text.size(), stdout);
-      std::fflush(stdout);
-    });
+    const ChatTurn t = session.reply(
+        line, sampler,
+        [](const std::string& text) {
+          std::fwrite(text.data(), 1, text.size(), stdout);
+          std::fflush(stdout);
+        },
+        [&](const ChatTurn& start) {
+          if (start.n_dropped)
+            std::fprintf(stderr, "tern: context full: dropped the %d oldest turn%s\n", start.n_dropped,
+                         start.n_dropped == 1 ? "" : "s");
+          if (o.verbose_prompt) std::fprintf(stderr, "tern: prompt:\n%s\n", start.rendered.c_str());
+        });
     std::printf("\n");
     std::fflush(stdout);
-    if (t.n_dropped)
-      std::fprintf(stderr, "tern: context full: dropped the %d oldest turn%s\n", t.n_dropped,
-                   t.n_dropped == 1 ? "" : "s");
-    if (o.verbose_prompt) std::fprintf(stderr, "tern: prompt:\n%s\n", t.rendered.c_str());
     ++turns;
     generated += t.stats.n_generated;
     gen_seconds += t.stats.gen_seconds;
