@@ -60,9 +60,13 @@ bool is_byte_level(const Json& pipeline) {
 
 // The id of a post-processor's special token "name".
 int32_t template_special_id(const Json& post, const std::string& name, const std::string& what) {
+  // const operator[] on a missing key is undefined in nlohmann::json: every
+  // step goes through field().
   const Json* specials = field(post, "special_tokens");
-  if (!specials || !specials->contains(name)) throw Error(what + ": post_processor names unknown special token '" + name + "'");
-  const Json& ids = (*specials)[name]["ids"];
+  const Json* token = specials ? field(*specials, name.c_str()) : nullptr;
+  const Json* idsp = token ? field(*token, "ids") : nullptr;
+  if (!idsp) throw Error(what + ": post_processor names unknown special token '" + name + "'");
+  const Json& ids = *idsp;
   if (!ids.is_array() || ids.size() != 1 || !ids[0].is_number_integer())
     throw Error(what + ": post_processor special token '" + name + "' must have one id");
   return ids[0].get<int32_t>();
