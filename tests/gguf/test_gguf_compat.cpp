@@ -48,7 +48,7 @@ TEST(Compat, AnyNonZeroBoolByteIsTrue) {
   EXPECT_FALSE(f.get("f").as_bool("f"));
 }
 
-fs::path corpus(const char* name) { return fs::path(TERN_SOURCE_DIR) / "tests/fuzz/corpus" / name; }
+fs::path corpus(const char* name) { return fs::path(TERN_SOURCE_DIR) / "tests/fuzz/corpus/gguf" / name; }
 
 TEST(Compat, PythonSeedMetadataOnly) {
   File f = File::open(corpus("metadata_only.gguf").string());
