@@ -64,6 +64,7 @@ int64_t need_int(const Value& v, const char* what) {
 // ----------------------------------------------------------- helpers
 
 Value attribute_of(Interp& in, const Value& item, const Value& attr) {
+  spend(1);
   if (attr.is_integral()) return in.getitem(item, attr);
   std::string a = to_str(attr);
   Value v = item;
@@ -92,6 +93,18 @@ Value sort_key(const Value& v, bool case_sensitive) {
   return v;
 }
 
+// The stable order that sorts `keys` (Python's sorted(reverse=rev) is
+// stable both ways); the indices move, not the values.
+std::vector<size_t> sorted_order(const List& keys, bool rev) {
+  std::vector<size_t> order(keys.size());
+  for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+  std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
+    int c = py_compare(keys[x], keys[y]);
+    return rev ? c > 0 : c < 0;
+  });
+  return order;
+}
+
 std::vector<std::u32string> splitlines(const std::u32string& s, bool keepends) {
   std::vector<std::u32string> out;
   size_t b = 0, k = 0;
@@ -105,6 +118,7 @@ std::vector<std::u32string> splitlines(const std::u32string& s, bool keepends) {
     }
     size_t e = k + 1;
     if (c == '\r' && e < s.size() && s[e] == '\n') ++e;
+    check_list_item(out.size() + 1);
     out.push_back(s.substr(b, (keepends ? e : k) - b));
     b = k = e;
   }
@@ -112,33 +126,41 @@ std::vector<std::u32string> splitlines(const std::u32string& s, bool keepends) {
   return out;
 }
 
+// The result is checked against kMaxString as it grows, never built whole
+// first (a short string can ask for a huge one).
 std::string py_replace(const std::string& s, const std::string& old, const std::string& rep, int64_t count) {
-  spend_search(s, old);
   if (count < 0) count = INT64_MAX;
   std::string out;
+  const std::string_view sv(s);
   if (old.empty()) {
     std::u32string u = decode_utf8(s);
     int64_t n = 0;
+    std::string ch;
     for (size_t k = 0; k <= u.size(); ++k) {
       if (n < count) {
-        out += rep;
+        append_bounded(out, rep);
         ++n;
       }
-      if (k < u.size()) append_utf8(out, u[k]);
+      if (k < u.size()) {
+        ch.clear();
+        append_utf8(ch, u[k]);
+        append_bounded(out, ch);
+      }
     }
     return out;
   }
   size_t b = 0;
   int64_t n = 0;
   while (n < count) {
-    size_t f = s.find(old, b);
+    size_t f = find_bytes(s, old, b);
     if (f == std::string::npos) break;
-    out.append(s, b, f - b);
-    out += rep;
+    spend(1);  // a find and two appends per match
+    append_bounded(out, sv.substr(b, f - b));
+    append_bounded(out, rep);
     b = f + old.size();
     ++n;
   }
-  out.append(s, b, std::string::npos);
+  append_bounded(out, sv.substr(b));
   return out;
 }
 
@@ -156,11 +178,13 @@ List py_split(const std::string& s, const Value& sep, int64_t maxsplit, bool fro
         if (static_cast<int64_t>(parts.size()) == maxsplit) {
           size_t e = u.size();
           while (e > k && py_isspace(u[e - 1])) --e;
+          check_list_item(parts.size() + 1);
           parts.push_back(u.substr(k, e - k));
           break;
         }
         size_t e = k;
         while (e < u.size() && !py_isspace(u[e])) ++e;
+        check_list_item(parts.size() + 1);
         parts.push_back(u.substr(k, e - k));
         k = e;
       }
@@ -172,11 +196,13 @@ List py_split(const std::string& s, const Value& sep, int64_t maxsplit, bool fro
         if (static_cast<int64_t>(parts.size()) == maxsplit) {
           size_t b = 0;
           while (b < k && py_isspace(u[b])) ++b;
+          check_list_item(parts.size() + 1);
           parts.push_back(u.substr(b, k - b));
           break;
         }
         size_t b = k;
         while (b > 0 && !py_isspace(u[b - 1])) --b;
+        check_list_item(parts.size() + 1);
         parts.push_back(u.substr(b, k - b));
         k = b;
       }
@@ -187,27 +213,30 @@ List py_split(const std::string& s, const Value& sep, int64_t maxsplit, bool fro
   }
   const std::string& d = need_str(sep, "separator");
   if (d.empty()) throw_eval("empty separator");
-  spend_search(s, d);
   std::vector<std::string> parts;
   if (!from_right) {
     size_t b = 0;
     while (static_cast<int64_t>(parts.size()) < maxsplit) {
-      size_t f = s.find(d, b);
+      size_t f = find_bytes(s, d, b);
       if (f == std::string::npos) break;
+      check_list_item(parts.size() + 1);
       parts.push_back(s.substr(b, f - b));
       b = f + d.size();
     }
+    check_list_item(parts.size() + 1);
     parts.push_back(s.substr(b));
   } else {
     size_t e = s.size();
     int64_t n = 0;
     while (n < maxsplit && e >= d.size()) {
-      size_t f = s.rfind(d, e - d.size());
+      size_t f = rfind_bytes(std::string_view(s).substr(0, e), d);
       if (f == std::string::npos) break;
+      check_list_item(parts.size() + 1);
       parts.push_back(s.substr(f + d.size(), e - f - d.size()));
       e = f;
       ++n;
     }
+    check_list_item(parts.size() + 1);
     parts.push_back(s.substr(0, e));
     std::reverse(parts.begin(), parts.end());
   }
@@ -232,11 +261,14 @@ bool parse_py_int(std::string_view s, int base, int64_t& out) {
     char x = static_cast<char>(t[1] | 0x20);
     if ((base == 16 && x == 'x') || (base == 8 && x == 'o') || (base == 2 && x == 'b')) t.erase(0, 2);
   }
-  if (t.empty()) return false;
-  int64_t v = 0;
+  if (t.empty() || t[0] == '-' || t[0] == '+') return false;  // from_chars takes a second '-'
+  uint64_t v = 0;
   auto r = std::from_chars(t.data(), t.data() + t.size(), v, base);
-  if (r.ec != std::errc() || r.ptr != t.data() + t.size()) return false;
-  out = neg ? -v : v;
+  if (r.ptr != t.data() + t.size()) return false;
+  if (r.ec == std::errc::result_out_of_range) throw_eval("integer overflow");  // Python: a big int
+  if (r.ec != std::errc()) return false;
+  if (v > (neg ? uint64_t{1} << 63 : uint64_t{INT64_MAX})) throw_eval("integer overflow");
+  out = neg ? static_cast<int64_t>(0 - v) : static_cast<int64_t>(v);
   return true;
 }
 
@@ -288,11 +320,9 @@ int case_state(const std::string& s) {
   // bit 0: has a cased character; bit 1: has an uppercase one; bit 2: has a lowercase one
   int st = 0;
   for (char32_t c : decode_utf8(s)) {
-    std::string one;
-    append_utf8(one, c);
-    bool up = py_lower(one) != one, low = py_upper(one) != one;
-    if (up) st |= 3;
-    if (low) st |= 5;
+    int cc = char_case(c);
+    if (cc & 1) st |= 3;  // lower() changes it: uppercase
+    if (cc & 2) st |= 5;  // upper() changes it: lowercase
   }
   return st;
 }
@@ -336,9 +366,13 @@ Value f_join(Interp& in, const Value& v, CallArgs& a) {
   std::string out;
   bool first = true;
   for (const Value& x : iterate(v)) {
-    if (!first) out += sep;
+    if (!first) append_bounded(out, sep);
     first = false;
-    out += to_str(attr && !attr->is_none() ? attribute_of(in, x, *attr) : x);
+    Value item = attr && !attr->is_none() ? attribute_of(in, x, *attr) : x;
+    if (item.is_str())
+      append_bounded(out, item.text());
+    else
+      append_bounded(out, to_str(item));
   }
   return Value::str(std::move(out));
 }
@@ -389,17 +423,21 @@ Value f_int(Interp&, const Value& v, CallArgs& a) {
   Value def = p.get_or(0, Value::integer(0));
   int64_t base = need_int(p.get_or(1, Value::integer(10)), "base");
   if (v.is_undefined()) fail_undefined(v);  // int(Undefined) raises
+  // int(x), else int(float(x)), else the default: nan gives the default,
+  // inf fails as in Python, and what Python would make a big int fails too.
+  auto from_float = [&](double d) {
+    if (std::isnan(d)) return def;
+    if (std::isinf(d)) throw_eval("cannot convert float infinity to integer");
+    if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0)) throw_eval("integer overflow");
+    return Value::integer(static_cast<int64_t>(d));
+  };
   if (v.is_integral()) return Value::integer(v.i);
-  if (v.kind == Value::Kind::Float) {
-    if (!std::isfinite(v.f) || std::fabs(v.f) >= 9.2e18) return def;
-    return Value::integer(static_cast<int64_t>(v.f));
-  }
+  if (v.kind == Value::Kind::Float) return from_float(v.f);
   if (v.is_str()) {
     int64_t i = 0;
     if (base >= 2 && base <= 36 && parse_py_int(v.text(), static_cast<int>(base), i)) return Value::integer(i);
     double d = 0;
-    if (parse_py_float(v.text(), d) && std::isfinite(d) && std::fabs(d) < 9.2e18)
-      return Value::integer(static_cast<int64_t>(d));
+    if (parse_py_float(v.text(), d)) return from_float(d);
   }
   return def;
 }
@@ -432,15 +470,14 @@ Value f_dictsort(Interp&, const Value& v, CallArgs& a) {
   std::string by = to_str(p.get_or(1, Value::str("key")));
   if (by != "key" && by != "value") throw_eval("You can only sort by either 'key' or 'value'");
   bool rev = truthy(p.get_or(2, Value::boolean(false)));
-  std::vector<std::pair<Value, Value>> items = v.dict->items;
-  std::stable_sort(items.begin(), items.end(), [&](const auto& x, const auto& y) {
-    const Value& kx = by == "key" ? x.first : x.second;
-    const Value& ky = by == "key" ? y.first : y.second;
-    int c = py_compare(sort_key(kx, cs), sort_key(ky, cs));
-    return rev ? c > 0 : c < 0;
-  });
+  const auto& items = v.dict->items;
+  List keys;
+  keys.reserve(items.size());
+  for (const auto& [k, x] : items) keys.push_back(sort_key(by == "key" ? k : x, cs));
+  std::vector<size_t> order = sorted_order(keys, rev);
   List out;
-  for (auto& [k, x] : items) out.push_back(Value::make_list({k, x}, true));
+  out.reserve(items.size());
+  for (size_t k : order) out.push_back(Value::make_list({items[k].first, items[k].second}, true));
   return Value::make_list(std::move(out));
 }
 Value f_unique(Interp& in, const Value& v, CallArgs& a) {
@@ -465,15 +502,13 @@ Value f_sort(Interp& in, const Value& v, CallArgs& a) {
   bool cs = truthy(p.get_or(1, Value::boolean(false)));
   const Value* attr = p.get(2);
   List items = iterate(v);
-  std::vector<std::pair<Value, Value>> keyed;
-  for (const Value& x : items)
-    keyed.emplace_back(sort_key(attr && !attr->is_none() ? attribute_of(in, x, *attr) : x, cs), x);
-  std::stable_sort(keyed.begin(), keyed.end(), [&](const auto& x, const auto& y) {
-    int c = py_compare(x.first, y.first);
-    return rev ? c > 0 : c < 0;
-  });
+  List keys;
+  keys.reserve(items.size());
+  for (const Value& x : items) keys.push_back(sort_key(attr && !attr->is_none() ? attribute_of(in, x, *attr) : x, cs));
+  std::vector<size_t> order = sorted_order(keys, rev);
   List out;
-  for (auto& kv : keyed) out.push_back(kv.second);
+  out.reserve(items.size());
+  for (size_t k : order) out.push_back(items[k]);
   return Value::make_list(std::move(out));
 }
 Value min_max(Interp& in, const Value& v, CallArgs& a, bool want_max) {
@@ -538,20 +573,26 @@ Value f_indent(Interp&, const Value& v, CallArgs& a) {
   bool blank = truthy(p.get_or(2, Value::boolean(false)));
   std::vector<std::u32string> lines = splitlines(decode_utf8(to_str(v) + "\n"), false);
   std::string rv;
+  if (first) append_bounded(rv, ind);
   if (blank) {
-    for (size_t k = 0; k < lines.size(); ++k) rv += (k ? "\n" + ind : "") + encode_utf8(lines[k]);
+    for (size_t k = 0; k < lines.size(); ++k) {
+      if (k) {
+        append_bounded(rv, "\n");
+        append_bounded(rv, ind);
+      }
+      append_bounded(rv, encode_utf8(lines[k]));
+    }
   } else {
-    rv = encode_utf8(lines[0]);
+    append_bounded(rv, encode_utf8(lines[0]));
     if (lines.size() > 1) {
-      rv += "\n";
+      append_bounded(rv, "\n");
       for (size_t k = 1; k < lines.size(); ++k) {
-        if (k > 1) rv += "\n";
-        if (!lines[k].empty()) rv += ind;
-        rv += encode_utf8(lines[k]);
+        if (k > 1) append_bounded(rv, "\n");
+        if (!lines[k].empty()) append_bounded(rv, ind);
+        append_bounded(rv, encode_utf8(lines[k]));
       }
     }
   }
-  if (first) rv = ind + rv;
   return Value::str(std::move(rv));
 }
 
@@ -728,6 +769,7 @@ const TestEntry kTests[] = {
 
 Value make_func(std::string name, Value self,
                 std::function<Value(Interp&, const Value&, CallArgs&)> fn) {
+  spend(6);  // a function, its data, its name: allocations
   Value v;
   v.kind = Value::Kind::Func;
   auto d = std::make_shared<FuncData>();
@@ -739,8 +781,7 @@ Value make_func(std::string name, Value self,
 }
 
 int64_t find_in(const std::string& s, const std::string& sub, bool from_right) {
-  spend_search(s, sub);
-  size_t f = from_right ? s.rfind(sub) : s.find(sub);
+  size_t f = from_right ? rfind_bytes(s, sub) : find_bytes(s, sub);
   if (f == std::string::npos) return -1;
   return static_cast<int64_t>(utf8_length(std::string_view(s).substr(0, f)));
 }
@@ -769,9 +810,11 @@ Value str_method(const std::string& name, const Value& self, CallArgs& a) {
   if (name == "startswith" || name == "endswith") {
     Params p(name.c_str(), a, {"prefix"});
     const Value& x = p.need(0);
-    List options = x.is_list() && x.tuple ? *x.list : List{x};
+    const List one{x};
+    const List& options = x.is_list() && x.tuple ? *x.list : one;
     for (const Value& o : options) {
       const std::string& t = need_str(o, name.c_str());
+      spend(1 + std::min(t.size(), s.size()) / 64);
       bool hit = name == "startswith" ? s.compare(0, t.size(), t) == 0
                                       : s.size() >= t.size() && s.compare(s.size() - t.size(), t.size(), t) == 0;
       if (hit) return Value::boolean(true);
@@ -805,9 +848,11 @@ Value str_method(const std::string& name, const Value& self, CallArgs& a) {
     Params p(name.c_str(), a, {"sub"});
     const std::string& sub = need_str(p.need(0), "sub");
     if (sub.empty()) return Value::integer(static_cast<int64_t>(utf8_length(s)) + 1);
-    spend_search(s, sub);
     int64_t n = 0;
-    for (size_t f = s.find(sub); f != std::string::npos; f = s.find(sub, f + sub.size())) ++n;
+    for (size_t f = find_bytes(s, sub); f != std::string::npos; f = find_bytes(s, sub, f + sub.size())) {
+      spend(1);  // a search per match
+      ++n;
+    }
     return Value::integer(n);
   }
   if (name == "join") {
@@ -817,8 +862,8 @@ Value str_method(const std::string& name, const Value& self, CallArgs& a) {
     for (const Value& x : iterate(p.need(0))) {
       if (!x.is_str())
         throw_eval("sequence item " + std::to_string(k) + ": expected str instance, " + type_name(x) + " found");
-      if (k++) out += s;
-      out += x.text();
+      if (k++) append_bounded(out, s);
+      append_bounded(out, x.text());
     }
     return Value::str(std::move(out));
   }
@@ -947,18 +992,23 @@ Value slice_value(const Value& obj, const Value& start, const Value& stop, const
     return x;
   };
   int64_t b = bound(start, st > 0 ? lower : upper), e = bound(stop, st > 0 ? upper : lower);
-  std::vector<int64_t> idx;
-  for (int64_t k = b; st > 0 ? k < e : k > e; k += st) {
-    idx.push_back(k);
-    if ((st > 0 && k > INT64_MAX - st) || (st < 0 && k < INT64_MIN - st)) break;
-  }
+  // b and e lie in [-1, len]: the item count is ceil(|e - b| / |st|), and
+  // item k is at b + k * st, inside those bounds (no overflow).
+  const uint64_t ust = st > 0 ? static_cast<uint64_t>(st) : 0 - static_cast<uint64_t>(st);
+  size_t n = 0;
+  if (st > 0 ? b < e : b > e) n = static_cast<size_t>((static_cast<uint64_t>(std::abs(e - b)) - 1) / ust + 1);
+  auto at = [&](size_t k) { return static_cast<size_t>(b + static_cast<int64_t>(k) * st); };
   if (obj.is_str()) {
+    spend(n / 4);
     std::u32string out;
-    for (int64_t k : idx) out.push_back(chars[static_cast<size_t>(k)]);
+    out.reserve(n);
+    for (size_t k = 0; k < n; ++k) out.push_back(chars[at(k)]);
     return Value::str(encode_utf8(out));
   }
+  spend(n);
   List out;
-  for (int64_t k : idx) out.push_back((*obj.list)[static_cast<size_t>(k)]);
+  out.reserve(n);
+  for (size_t k = 0; k < n; ++k) out.push_back((*obj.list)[at(k)]);
   return Value::make_list(std::move(out), obj.tuple);
 }
 
@@ -975,13 +1025,24 @@ void install_globals(Scope& scope) {
                 if (a.pos.size() == 3) s = need_int(a.pos[2], "range() argument");
               }
               if (s == 0) throw_eval("range() arg 3 must not be zero");
-              long double n = s > 0 ? (static_cast<long double>(e) - b + s - 1) / s
-                                    : (static_cast<long double>(b) - e - s - 1) / -s;
+              // len(range(b, e, s)) = ceil(|e - b| / |s|), in unsigned
+              // arithmetic: |e - b| and |s| can be 2^64 - 1 and 2^63.
+              uint64_t n = 0;
+              if (s > 0 ? b < e : b > e) {
+                uint64_t span = s > 0 ? static_cast<uint64_t>(e) - static_cast<uint64_t>(b)
+                                      : static_cast<uint64_t>(b) - static_cast<uint64_t>(e);
+                uint64_t step = s > 0 ? static_cast<uint64_t>(s) : 0 - static_cast<uint64_t>(s);
+                n = (span - 1) / step + 1;
+              }
               if (n > 100000)
                 throw_eval("Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000).");
-              spend(static_cast<uint64_t>(std::max<long double>(n, 0)));
+              spend(n);
               List out;
-              for (int64_t k = b; s > 0 ? k < e : k > e; k += s) out.push_back(Value::integer(k));
+              out.reserve(n);
+              // item k is b + k * s, between b and e: computed modulo 2^64,
+              // the result is exact
+              for (uint64_t k = 0; k < n; ++k)
+                out.push_back(Value::integer(static_cast<int64_t>(static_cast<uint64_t>(b) + k * static_cast<uint64_t>(s))));
               return Value::make_list(std::move(out));
             }));
   auto kwargs_dict = [](CallArgs& a, const char* fn) {
@@ -1028,7 +1089,8 @@ void install_globals(Scope& scope) {
               std::tm tm{};
               localtime_r(&now, &tm);
               if (fmt.empty()) return Value::str("");
-              std::string buf(fmt.size() * 8 + 64, '\0');
+              std::string buf(std::min(fmt.size() * 8 + 64, kMaxString + 1), '\0');
+              spend(buf.size() / 64);
               size_t n = std::strftime(buf.data(), buf.size(), fmt.c_str(), &tm);
               if (n == 0) throw_eval("strftime_now: format too long");
               buf.resize(n);

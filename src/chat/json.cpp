@@ -183,6 +183,7 @@ void json_string(std::string& out, std::string_view s, bool ensure_ascii) {
   out += '"';
   char buf[16];
   for (char32_t c : decode_utf8(s)) {
+    if (out.size() > kMaxString) throw_eval("string too long");
     switch (c) {
       case '"': out += "\\\""; break;
       case '\\': out += "\\\\"; break;
@@ -217,9 +218,11 @@ std::string json_float(double d) {
 
 void json_encode(std::string& out, const Value& v, const JsonStyle& st, int level) {
   DepthGuard guard;
+  // The output is checked as it grows: indents and separators can be long.
+  if (out.size() > kMaxString) throw_eval("string too long");
   auto newline = [&](int lvl) {
-    out += '\n';
-    for (int k = 0; k < lvl; ++k) out += st.indent;
+    append_bounded(out, "\n");
+    for (int k = 0; k < lvl; ++k) append_bounded(out, st.indent);
   };
   switch (v.kind) {
     case Value::Kind::None: out += "null"; return;
@@ -236,7 +239,7 @@ void json_encode(std::string& out, const Value& v, const JsonStyle& st, int leve
       if (st.has_indent) newline(level + 1);
       for (size_t k = 0; k < v.list->size(); ++k) {
         if (k) {
-          out += st.item_sep;
+          append_bounded(out, st.item_sep);
           if (st.has_indent) newline(level + 1);
         }
         json_encode(out, (*v.list)[k], st, level + 1);
@@ -260,7 +263,7 @@ void json_encode(std::string& out, const Value& v, const JsonStyle& st, int leve
       bool first = true;
       for (const auto* kv : items) {
         if (!first) {
-          out += st.item_sep;
+          append_bounded(out, st.item_sep);
           if (st.has_indent) newline(level + 1);
         }
         first = false;
@@ -274,7 +277,7 @@ void json_encode(std::string& out, const Value& v, const JsonStyle& st, int leve
           default:
             throw_eval(std::string("keys must be str, int, float, bool or None, not ") + type_name(k));
         }
-        out += st.key_sep;
+        append_bounded(out, st.key_sep);
         json_encode(out, kv->second, st, level + 1);
       }
       if (st.has_indent) newline(level);

@@ -494,6 +494,7 @@ class Parser {
           s += cur().text;
           next();
         }
+        if (s.size() > kMaxString) fail_at(tok, "string too long");
         n->value = Value::str(std::move(s));
         return n;
       }

@@ -9,7 +9,7 @@
 namespace tern::chat::detail {
 
 namespace {
-constexpr uint64_t kBudget = 4'000'000;  // work units a render may spend
+constexpr uint64_t kBudget = 2'000'000;  // work units a render may spend, besides 2 an input byte
 constexpr size_t kMaxOutput = size_t{16} << 20;
 
 std::string where(const Node& n) { return std::to_string(n.line) + ":" + std::to_string(n.col) + ": "; }
@@ -19,7 +19,7 @@ struct Program {
   NodePtr root;
 };
 
-void Interp::tick() { spend(1); }
+void Interp::tick() { spend(2); }
 
 Value Interp::lookup(const std::string& name) {
   for (Scope* s = scope; s; s = s->parent)
@@ -186,8 +186,11 @@ Value Interp::eval_inner(const Node& n) {
     case NK::Concat: {
       std::string s;
       for (const auto& k : n.kids) {
-        s += to_str(eval(*k));
-        if (s.size() > kMaxOutput) throw_eval("string too long");
+        Value v = eval(*k);
+        if (v.is_str())
+          append_bounded(s, v.text());
+        else
+          append_bounded(s, to_str(v));
       }
       return Value::str(std::move(s));
     }
@@ -357,7 +360,7 @@ Flow Interp::exec_for(const Node& n) {
   Scope* saved = scope;
   try {
     for (size_t k = 0; k < all.size(); ++k) {
-      spend(2);
+      spend(4);  // a scope, its variables
       loop.loop->index = k;
       Scope s{{}, saved};
       assign_targets(s, n.names, all[k]);
@@ -387,30 +390,45 @@ Template::~Template() = default;
 
 Template Template::parse(std::string_view source) {
   auto p = std::make_unique<Program>();
-  p->root = parse_program(source);
+  try {
+    p->root = parse_program(source);
+  } catch (const EvalError& e) {  // a limit on values, say
+    throw Error(std::string("chat template: ") + e.what());
+  }
   return Template(std::move(p));
 }
 
 std::string Template::render(const std::vector<Message>& messages, const RenderOptions& options) const {
-  Budget budget(kBudget);
+  // Real templates do a few passes over the conversation: a long one gets
+  // a budget to match (2 units a byte: a trim of every message is 1/2).
+  uint64_t input = options.bos_token.size() + options.eos_token.size();
+  for (const Message& m : messages) input += m.role.size() + m.content.size();
+  for (const auto& [name, json] : options.extra) input += name.size() + json.size();
+  Budget budget(kBudget + 2 * input);
   Interp in(options);
   Scope globals;
-  install_globals(globals);
   Scope root{{}, &globals};
-  List msgs;
-  for (const Message& m : messages) {
-    DictData d;
-    d.set(Value::str("role"), Value::str(m.role));
-    d.set(Value::str("content"), Value::str(m.content));
-    msgs.push_back(Value::make_dict(std::move(d)));
+  try {
+    // The arguments become values under the same limits (a message longer
+    // than kMaxString, say), reported as tern::Error like the rest.
+    install_globals(globals);
+    List msgs;
+    for (const Message& m : messages) {
+      DictData d;
+      d.set(Value::str("role"), Value::str(m.role));
+      d.set(Value::str("content"), Value::str(m.content));
+      msgs.push_back(Value::make_dict(std::move(d)));
+    }
+    root.set("messages", Value::make_list(std::move(msgs)));
+    root.set("tools", Value::none());
+    root.set("documents", Value::none());
+    root.set("add_generation_prompt", Value::boolean(options.add_generation_prompt));
+    root.set("bos_token", Value::str(options.bos_token));
+    root.set("eos_token", Value::str(options.eos_token));
+    for (const auto& [name, json] : options.extra) root.set(name, parse_json(json, name));
+  } catch (const EvalError& e) {
+    throw Error(std::string("chat template: ") + e.what());
   }
-  root.set("messages", Value::make_list(std::move(msgs)));
-  root.set("tools", Value::none());
-  root.set("documents", Value::none());
-  root.set("add_generation_prompt", Value::boolean(options.add_generation_prompt));
-  root.set("bos_token", Value::str(options.bos_token));
-  root.set("eos_token", Value::str(options.eos_token));
-  for (const auto& [name, json] : options.extra) root.set(name, parse_json(json, name));
   in.scope = &root;
   in.exec(*program_->root);
   return std::move(in.out);

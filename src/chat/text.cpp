@@ -10,45 +10,46 @@
 
 namespace tern::chat::detail {
 
-std::u32string decode_utf8(std::string_view s) {
-  spend(s.size() / 64);
-  std::u32string out;
-  out.reserve(s.size());
-  size_t i = 0;
-  while (i < s.size()) {
-    unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c < 0x80) {
-      out.push_back(c);
-      ++i;
-      continue;
-    }
-    int n = c >= 0xF0 && c <= 0xF4 ? 3 : c >= 0xE0 ? 2 : c >= 0xC2 && c < 0xE0 ? 1 : -1;
-    if (c > 0xF4) n = -1;
-    char32_t cp = n == 1 ? c & 0x1F : n == 2 ? c & 0x0F : c & 0x07;
-    bool ok = n > 0 && i + n < s.size();
-    if (ok) {
-      for (int k = 1; k <= n; ++k) {
-        unsigned char cc = static_cast<unsigned char>(s[i + k]);
-        if ((cc & 0xC0) != 0x80) {
-          ok = false;
-          break;
-        }
-        cp = (cp << 6) | (cc & 0x3F);
-      }
-    }
-    if (ok) {
-      if ((n == 2 && cp < 0x800) || (n == 3 && (cp < 0x10000 || cp > 0x10FFFF)) ||
-          (cp >= 0xD800 && cp <= 0xDFFF))
+// Decodes the code point at s[i] into cp; returns where the next begins.
+static size_t next_code_point(std::string_view s, size_t i, char32_t& cp) {
+  unsigned char c = static_cast<unsigned char>(s[i]);
+  if (c < 0x80) {
+    cp = c;
+    return i + 1;
+  }
+  int n = c >= 0xF0 && c <= 0xF4 ? 3 : c >= 0xE0 ? 2 : c >= 0xC2 && c < 0xE0 ? 1 : -1;
+  if (c > 0xF4) n = -1;
+  cp = n == 1 ? c & 0x1F : n == 2 ? c & 0x0F : c & 0x07;
+  bool ok = n > 0 && i + n < s.size();
+  if (ok) {
+    for (int k = 1; k <= n; ++k) {
+      unsigned char cc = static_cast<unsigned char>(s[i + k]);
+      if ((cc & 0xC0) != 0x80) {
         ok = false;
-    }
-    if (!ok) {
-      out.push_back(0xDC00 + c);
-      ++i;
-    } else {
-      out.push_back(cp);
-      i += n + 1;
+        break;
+      }
+      cp = (cp << 6) | (cc & 0x3F);
     }
   }
+  if (ok) {
+    if ((n == 2 && cp < 0x800) || (n == 3 && (cp < 0x10000 || cp > 0x10FFFF)) || (cp >= 0xD800 && cp <= 0xDFFF))
+      ok = false;
+  }
+  if (!ok) {
+    cp = 0xDC00 + c;
+    return i + 1;
+  }
+  return i + n + 1;
+}
+
+std::u32string decode_utf8(std::string_view s) {
+  // Charged by the code point: what follows a decode works character by
+  // character too.
+  spend(s.size() / 2);
+  std::u32string out;
+  out.reserve(s.size());
+  char32_t cp;
+  for (size_t i = 0; i < s.size(); out.push_back(cp)) i = next_code_point(s, i, cp);
   return out;
 }
 
@@ -80,8 +81,13 @@ std::string encode_utf8(std::u32string_view s) {
 }
 
 size_t utf8_length(std::string_view s) {
-  bool ascii = std::all_of(s.begin(), s.end(), [](char c) { return (c & 0x80) == 0; });
-  return ascii ? s.size() : decode_utf8(s).size();
+  spend(s.size() / 64);
+  if (std::all_of(s.begin(), s.end(), [](char c) { return (c & 0x80) == 0; })) return s.size();
+  spend(s.size() / 8);
+  size_t n = 0;
+  char32_t cp;
+  for (size_t i = 0; i < s.size(); ++n) i = next_code_point(s, i, cp);
+  return n;
 }
 
 bool py_isspace(char32_t c) {
@@ -98,7 +104,16 @@ std::string py_strip(std::string_view s, const Value& chars, bool left, bool rig
     if (!chars.is_str()) throw_eval("strip arg must be None or str");
     set = decode_utf8(chars.text());
   }
-  auto strip_it = [&](char32_t c) { return ws ? py_isspace(c) : set.find(c) != std::u32string::npos; };
+  // A long set is sorted (and searched by halves), not scanned per character.
+  const bool sorted = set.size() > 32;
+  if (sorted) {
+    spend(set.size() / 2);
+    std::sort(set.begin(), set.end());
+  }
+  auto strip_it = [&](char32_t c) {
+    if (ws) return py_isspace(c);
+    return sorted ? std::binary_search(set.begin(), set.end(), c) : set.find(c) != std::u32string::npos;
+  };
   size_t b = 0, e = u.size();
   if (left)
     while (b < e && strip_it(u[b])) ++b;
@@ -154,6 +169,12 @@ static char32_t lower1(char32_t c) {
 }
 static bool is_cased(char32_t c) { return upper1(c) != c || lower1(c) != c || c == 0xDF; }
 
+int char_case(char32_t c) {
+  // as lower() / upper() of the one-character string: Σ lowers to σ, İ to
+  // i + dot, ß uppers to SS
+  return (lower1(c) != c ? 1 : 0) | (upper1(c) != c || c == 0xDF ? 2 : 0);
+}
+
 static void append_upper(std::string& out, char32_t c) {
   if (c == 0xDF) {
     out += "SS";
@@ -177,6 +198,7 @@ static void append_title(std::string& out, char32_t c) {
 }
 
 std::string py_upper(std::string_view s) {
+  spend(s.size() / 4);  // case mapping, on top of the decode
   std::string out;
   for (char32_t c : decode_utf8(s)) append_upper(out, c);
   return out;
@@ -194,18 +216,21 @@ static void append_lower_at(std::string& out, const std::u32string& u, size_t k)
 }
 
 std::string py_lower(std::string_view s) {
+  spend(s.size() / 4);  // case mapping, on top of the decode
   std::u32string u = decode_utf8(s);
   std::string out;
   for (size_t k = 0; k < u.size(); ++k) append_lower_at(out, u, k);
   return out;
 }
 std::string py_capitalize(std::string_view s) {
+  spend(s.size() / 4);  // case mapping, on top of the decode
   std::u32string u = decode_utf8(s);
   std::string out;
   for (size_t k = 0; k < u.size(); ++k) k == 0 ? append_title(out, u[k]) : append_lower_at(out, u, k);
   return out;
 }
 std::string py_title(std::string_view s) {
+  spend(s.size() / 4);  // case mapping, on top of the decode
   std::u32string u = decode_utf8(s);
   std::string out;
   bool prev_cased = false;
@@ -216,6 +241,7 @@ std::string py_title(std::string_view s) {
   return out;
 }
 std::string jinja_title(std::string_view s) {
+  spend(s.size() / 4);  // case mapping, on top of the decode
   // "".join(w[0].upper() + w[1:].lower() for w in re.split(r"([-\s({\[<]+)", s) if w)
   std::u32string u = decode_utf8(s);
   auto sep = [](char32_t c) { return c == '-' || c == '(' || c == '{' || c == '[' || c == '<' || py_isspace(c); };

@@ -4,6 +4,8 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <cstdio> // TEMPDEBUG
+#include <cstdlib> // TEMPDEBUG
 
 #include "value.h"
 
@@ -11,7 +13,6 @@ namespace tern::chat::detail {
 
 namespace {
 constexpr int kMaxDepth = 400;  // nesting of values printed or compared
-constexpr size_t kMaxString = size_t{16} << 20;
 thread_local uint64_t g_budget = UINT64_MAX;
 
 thread_local int g_depth = 0;
@@ -35,8 +36,72 @@ void spend(uint64_t units) {
   g_budget -= units;
 }
 
-Budget::Budget(uint64_t units) : saved_(g_budget) { g_budget = units; }
-Budget::~Budget() { g_budget = saved_; }
+void append_bounded(std::string& out, std::string_view add) {
+  if (add.size() > kMaxString - out.size()) throw_eval("string too long");
+  spend((out.size() + add.size()) / 64 - out.size() / 64);
+  out.append(add);
+}
+
+size_t find_bytes(std::string_view hay, std::string_view needle, size_t from) {
+  if (from > hay.size()) return std::string_view::npos;
+  const size_t m = needle.size();
+  if (m == 0) return from;
+  // glibc's memmem is linear (two-way) whatever the strings. It is given
+  // windows that double, overlapping by m - 1 bytes, so that a search costs
+  // what it scans, not the rest of `hay` (as ASan's check of the arguments
+  // would: a split into many parts would take quadratic time).
+  size_t pos = from, win = std::max<size_t>(256, 2 * m), f = std::string_view::npos;
+  while (hay.size() - pos >= m) {
+    const size_t len = std::min(win, hay.size() - pos);
+    if (const void* hit = ::memmem(hay.data() + pos, len, needle.data(), m)) {
+      f = static_cast<size_t>(static_cast<const char*>(hit) - hay.data());
+      break;
+    }
+    if (pos + len == hay.size()) break;
+    pos += len - (m - 1);
+    win *= 2;
+  }
+  spend(((f != std::string_view::npos ? f + m : hay.size()) - from) / 16 + m / 64);
+  return f;
+}
+
+size_t rfind_bytes(std::string_view hay, std::string_view needle) {
+  const size_t n = hay.size(), m = needle.size();
+  if (m == 0) return n;
+  if (m > n) return std::string_view::npos;
+  // Knuth-Morris-Pratt on the reversed strings: R(s)[i] = s[len - 1 - i].
+  // fail[j]: the longest proper border of R(needle)[0..j].
+  spend(m / 4);  // a loop a byte, as a decode
+  std::vector<uint32_t> fail(m, 0);
+  for (size_t j = 1, k = 0; j < m; ++j) {
+    while (k > 0 && needle[m - 1 - j] != needle[m - 1 - k]) k = fail[k - 1];
+    if (needle[m - 1 - j] == needle[m - 1 - k]) ++k;
+    fail[j] = static_cast<uint32_t>(k);
+  }
+  size_t i = 0, k = 0, found = std::string_view::npos;
+  for (; i < n; ++i) {
+    if ((i & 4095) == 4095) spend(1024);  // as it goes: the loop is slow under sanitizers
+    const char c = hay[n - 1 - i];
+    while (k > 0 && c != needle[m - 1 - k]) k = fail[k - 1];
+    if (c == needle[m - 1 - k]) ++k;
+    if (k == m) {
+      found = n - 1 - i;  // R(needle) ends at R(hay)[i]: needle starts at hay[n - 1 - i]
+      ++i;
+      break;
+    }
+  }
+  spend((i & 4095) / 4);
+  return found;
+}
+
+void check_list_item(size_t n) {
+  if (n > kMaxList) throw_eval("list too long");
+  spend(2);  // an item, a new string in it
+}
+
+static uint64_t g_dbg_initial = 0; // TEMPDEBUG
+Budget::Budget(uint64_t units) : saved_(g_budget) { g_budget = units; g_dbg_initial = units; }
+Budget::~Budget() { if (getenv("TERN_BUDGET_DEBUG")) fprintf(stderr, "BUDGETUSED %llu\n", (unsigned long long)(g_dbg_initial - g_budget)); g_budget = saved_; } // TEMPDEBUG
 
 void throw_eval(const std::string& msg) { throw EvalError(msg); }
 
@@ -45,6 +110,7 @@ void fail_undefined(const Value& v) {
 }
 
 Value Value::undefined(std::string why) {
+  spend(why.size() / 64);
   Value v;
   if (!why.empty()) v.s = std::make_shared<const std::string>(std::move(why));
   return v;
@@ -89,6 +155,7 @@ static uint16_t nested_depth(const List& items) {
 }
 
 Value Value::make_list(List l, bool is_tuple) {
+  if (l.size() > kMaxList) throw_eval("list too long");
   spend(1 + l.size());
   Value v;
   v.depth = nested_depth(l);
@@ -112,6 +179,7 @@ Value Value::make_dict(DictData d) {
 static bool hashable(const Value& k) {
   if (k.kind == Value::Kind::List) {
     if (!k.tuple) return false;
+    spend(1 + k.list->size());
     for (const auto& e : *k.list)
       if (!hashable(e)) return false;
     return true;
@@ -127,7 +195,10 @@ const Value* DictData::find(const Value& key) const {
 }
 const Value* DictData::find(std::string_view key) const {
   for (const auto& [k, v] : items)
-    if (k.is_str() && k.text() == key) return &v;
+    if (k.is_str() && k.text().size() == key.size()) {
+      spend(key.size() / 64);
+      if (k.text() == key) return &v;
+    }
   return nullptr;
 }
 void DictData::set(Value key, Value value) {
@@ -224,6 +295,7 @@ static std::string repr_str(std::string_view s) {
   std::string out(1, static_cast<char>(q));
   char buf[16];
   for (char32_t c : u) {
+    if (out.size() > kMaxString) throw_eval("string too long");
     if (c == q || c == '\\') {
       out += '\\';
       out += static_cast<char>(c);
@@ -257,8 +329,8 @@ std::string repr(const Value& v) {
     case Value::Kind::List: {
       std::string out = v.tuple ? "(" : "[";
       for (size_t k = 0; k < v.list->size(); ++k) {
-        if (k) out += ", ";
-        out += repr((*v.list)[k]);
+        if (k) append_bounded(out, ", ");
+        append_bounded(out, repr((*v.list)[k]));
       }
       if (v.tuple && v.list->size() == 1) out += ",";
       return out + (v.tuple ? ")" : "]");
@@ -267,9 +339,11 @@ std::string repr(const Value& v) {
       std::string out = "{";
       bool first = true;
       for (const auto& [k, x] : v.dict->items) {
-        if (!first) out += ", ";
+        if (!first) append_bounded(out, ", ");
         first = false;
-        out += repr(k) + ": " + repr(x);
+        append_bounded(out, repr(k));
+        append_bounded(out, ": ");
+        append_bounded(out, repr(x));
       }
       return out + "}";
     }
@@ -277,9 +351,11 @@ std::string repr(const Value& v) {
       std::string out = "<Namespace {";
       bool first = true;
       for (const auto& [k, x] : v.ns->attrs) {
-        if (!first) out += ", ";
+        if (!first) append_bounded(out, ", ");
         first = false;
-        out += repr_str(k) + ": " + repr(x);
+        append_bounded(out, repr_str(k));
+        append_bounded(out, ": ");
+        append_bounded(out, repr(x));
       }
       return out + "}>";
     }
@@ -298,7 +374,9 @@ std::string to_str(const Value& v) {
     case Value::Kind::Bool: return v.b ? "True" : "False";
     case Value::Kind::Int: return std::to_string(v.i);
     case Value::Kind::Float: return float_repr(v.f);
-    case Value::Kind::String: return v.text();
+    case Value::Kind::String:
+      spend(v.text().size() / 64);  // a copy
+      return v.text();
     default: return repr(v);
   }
 }
@@ -321,7 +399,10 @@ bool py_equal(const Value& a, const Value& b) {
   switch (a.kind) {
     case Value::Kind::Undefined:
     case Value::Kind::None: return true;
-    case Value::Kind::String: return a.text() == b.text();
+    case Value::Kind::String:
+      if (a.text().size() != b.text().size()) return false;
+      spend(a.text().size() / 64);
+      return a.text() == b.text();
     case Value::Kind::List:
       if (a.tuple != b.tuple || a.list->size() != b.list->size()) return false;
       for (size_t k = 0; k < a.list->size(); ++k)
@@ -347,6 +428,7 @@ int py_compare(const Value& a, const Value& b) {
   if (b.is_undefined()) fail_undefined(b);
   if (a.is_number() && b.is_number()) return cmp_numbers(a, b);
   if (a.is_str() && b.is_str()) {
+    spend(std::min(a.text().size(), b.text().size()) / 64);
     int c = a.text().compare(b.text());
     return c < 0 ? -1 : c > 0 ? 1 : 0;
   }
@@ -367,8 +449,7 @@ bool py_contains(const Value& c, const Value& item) {
     case Value::Kind::String:
       if (!item.is_str())
         throw_eval(std::string("'in <string>' requires string as left operand, not ") + type_name(item));
-      spend_search(c.text(), item.text());
-      return c.text().find(item.text()) != std::string::npos;
+      return find_bytes(c.text(), item.text()) != std::string::npos;
     case Value::Kind::List:
       for (const auto& e : *c.list)
         if (py_equal(e, item)) return true;
@@ -384,8 +465,12 @@ List iterate(const Value& v) {
   switch (v.kind) {
     case Value::Kind::List: return *v.list;
     case Value::Kind::String: {
+      std::u32string chars = decode_utf8(v.text());
+      if (chars.size() > kMaxList) throw_eval("list too long");
+      spend(2 * chars.size());  // an item, a new string in it
       List out;
-      for (char32_t c : decode_utf8(v.text())) {
+      out.reserve(chars.size());
+      for (char32_t c : chars) {
         std::string s;
         append_utf8(s, c);
         out.push_back(Value::str(std::move(s)));
@@ -435,14 +520,23 @@ static const char* op_symbol(BinOp op) {
 static Value repeat(const Value& seq, int64_t n) {
   if (n < 0) n = 0;
   if (seq.is_str()) {
-    if (n > 0 && seq.text().size() * static_cast<uint64_t>(n) > kMaxString) throw_eval("string too long");
+    const std::string& s = seq.text();
+    if (s.empty() || n == 0) return Value::str("");
+    if (static_cast<uint64_t>(n) > kMaxString / s.size()) throw_eval("string too long");
+    const size_t total = s.size() * static_cast<size_t>(n);
     std::string out;
-    for (int64_t k = 0; k < n; ++k) out += seq.text();
+    out.reserve(total);
+    out = s;
+    while (out.size() < total) out.append(out, 0, std::min(out.size(), total - out.size()));  // doubling
     return Value::str(std::move(out));
   }
-  if (n > 0 && seq.list->size() * static_cast<uint64_t>(n) > (1u << 20)) throw_eval("list too long");
+  const List& l = *seq.list;
+  if (l.empty() || n == 0) return Value::make_list({}, seq.tuple);
+  if (static_cast<uint64_t>(n) > kMaxList / l.size()) throw_eval("list too long");
+  spend(l.size() * static_cast<size_t>(n));
   List out;
-  for (int64_t k = 0; k < n; ++k) out.insert(out.end(), seq.list->begin(), seq.list->end());
+  out.reserve(l.size() * static_cast<size_t>(n));
+  for (int64_t k = 0; k < n; ++k) out.insert(out.end(), l.begin(), l.end());
   return Value::make_list(std::move(out), seq.tuple);
 }
 
@@ -455,13 +549,10 @@ static Value checked(bool overflow, const int64_t& r) {
 static Value percent_format(const std::string& fmt, const Value& args) {
   // As CPython: a tuple gives the arguments; a dict (or anything else with
   // __getitem__, like a list) is one argument that need not be used up.
-  List pos;
   const DictData* mapping = args.is_dict() ? args.dict.get() : nullptr;
   bool check_all = !(args.is_dict() || (args.is_list() && !args.tuple) || args.is_undefined());
-  if (args.is_list() && args.tuple)
-    pos = *args.list;
-  else
-    pos.push_back(args);
+  const List one{args};
+  const List& pos = args.is_list() && args.tuple ? *args.list : one;
   size_t next = 0;
   bool used_mapping = false;
   std::string out;
@@ -489,16 +580,25 @@ static Value percent_format(const std::string& fmt, const Value& args) {
     }
     switch (fmt[k]) {
       case '%': out += '%'; break;
-      case 's': out += to_str(arg); break;
-      case 'r': out += repr(arg); break;
+      case 's': append_bounded(out, arg.is_str() ? arg.text() : to_str(arg)); break;
+      case 'r': append_bounded(out, repr(arg)); break;
       case 'd':
       case 'i':
         if (!arg.is_number()) throw_eval(std::string("%d format: a real number is required, not ") + type_name(arg));
-        out += std::to_string(arg.kind == Value::Kind::Float ? static_cast<int64_t>(arg.f) : arg.i);
+        if (arg.kind != Value::Kind::Float) {
+          out += std::to_string(arg.i);
+        } else {
+          // int(x) as Python takes it: truncated, any size; inf and nan fail
+          if (std::isnan(arg.f)) throw_eval("cannot convert float NaN to integer");
+          if (std::isinf(arg.f)) throw_eval("cannot convert float infinity to integer");
+          char buf[400];  // DBL_MAX has 309 digits
+          std::snprintf(buf, sizeof buf, "%.0f", std::trunc(arg.f) + 0.0);  // + 0.0: no "-0"
+          out += buf;
+        }
         break;
       case 'f': {
         if (!arg.is_number()) throw_eval(std::string("must be real number, not ") + type_name(arg));
-        char buf[64];
+        char buf[400];
         std::snprintf(buf, sizeof buf, "%f", arg.kind == Value::Kind::Float ? arg.f : static_cast<double>(arg.i));
         out += buf;
         break;
@@ -598,7 +698,11 @@ Value binary(BinOp op, const Value& a, const Value& b) {
         return Value::str(a.text() + b.text());
       }
       if (a.is_list() && b.is_list() && a.tuple == b.tuple) {
-        List out = *a.list;
+        if (a.list->size() + b.list->size() > kMaxList) throw_eval("list too long");
+        spend(a.list->size() + b.list->size());
+        List out;
+        out.reserve(a.list->size() + b.list->size());
+        out.insert(out.end(), a.list->begin(), a.list->end());
         out.insert(out.end(), b.list->begin(), b.list->end());
         return Value::make_list(std::move(out), a.tuple);
       }

@@ -88,11 +88,29 @@ struct FuncData {
 // Work accounting, so that no template runs away with time or memory: a
 // render sets the thread's budget (Budget); statements, expressions and the
 // strings, lists and comparisons they make spend it; running out throws.
+// A unit is about 64 bytes of string made, copied or compared, 16 bytes
+// searched, 2 bytes decoded to code points (then worked on one by one), a
+// list item or value made, half a statement or expression: so the budget
+// bounds time and the memory a render holds.
 void spend(uint64_t units);
-// Searching `needle` in `hay` may take time proportional to both.
-inline void spend_search(std::string_view hay, std::string_view needle) {
-  spend((hay.size() / 64) * (needle.size() / 64 + 1));
-}
+// Substring search in linear time (std::string::find and rfind take time
+// proportional to both lengths), spending for what it scans. find_bytes:
+// the first occurrence of `needle` at or after `from`; rfind_bytes: the
+// last one inside `hay`. npos if none; an empty needle is found at `from`
+// and at the end.
+size_t find_bytes(std::string_view hay, std::string_view needle, size_t from = 0);
+size_t rfind_bytes(std::string_view hay, std::string_view needle);
+
+// The largest string (bytes) and list (items) a template may make. Code that
+// builds one piece by piece checks as it goes, before allocating more.
+constexpr size_t kMaxString = size_t{16} << 20;
+constexpr size_t kMaxList = size_t{1} << 20;
+// Appends `add` to `out`, a string being built: throws "string too long"
+// instead of passing kMaxString, and spends the budget for the bytes.
+void append_bounded(std::string& out, std::string_view add);
+// Before a list being built gets its `n`th item: throws "list too long"
+// past kMaxList, and spends for the item.
+void check_list_item(size_t n);
 class Budget {
  public:
   explicit Budget(uint64_t units);
@@ -129,6 +147,8 @@ std::u32string decode_utf8(std::string_view s);
 std::string encode_utf8(std::u32string_view s);
 void append_utf8(std::string& out, char32_t c);
 size_t utf8_length(std::string_view s);
+// Bit 1: str.lower() changes the character; bit 2: str.upper() does.
+int char_case(char32_t c);
 bool py_isspace(char32_t c);
 std::string py_strip(std::string_view s, const Value& chars, bool left, bool right);
 std::string py_upper(std::string_view s);
