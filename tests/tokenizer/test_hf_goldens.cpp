@@ -67,7 +67,9 @@ void check_big(const tern::Tokenizer& tok, const json& b, const std::string& tex
   }
   EXPECT_EQ(ids.size(), b["count"].get<size_t>()) << name;
   EXPECT_EQ(fnv_ids(ids, 0, ids.size()), b["fnv1a64"].get<std::string>()) << name;
-  if (b.value("decoded_equals_text", false)) EXPECT_EQ(tok.decode(ids), text) << name;
+  if (b.value("decoded_equals_text", false)) {
+    EXPECT_EQ(tok.decode(ids), text) << name;
+  }
 }
 
 TEST_P(Goldens, SmallCasesFromCheckpointAndFromGguf) {
