@@ -407,7 +407,10 @@ void Pipeline::pre_tokenize(std::string_view segment, bool at_start, Words& w) c
       case Step::PByteLevel:
         if (st->add_prefix_space)
           rewrite(w, [](std::string_view word, bool) {
-            return word.empty() || word[0] != ' ' ? " " + std::string(word) : std::string(word);
+            std::string out;
+            if (word.empty() || word[0] != ' ') out += ' ';
+            out += word;
+            return out;
           });
         if (st->use_regex) {
           for (const Words::Span& sp : w.spans) split_by(*st, w.text, sp, next, scratch);

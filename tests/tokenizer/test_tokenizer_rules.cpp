@@ -104,7 +104,16 @@ TEST(AddedTokens, LeftmostLongestWithStripAndSingleWord) {
     s.clear();
     raw.split(text, 0, special, s);
     std::string out;
-    for (const Segment& g : s) out += g.id >= 0 ? "#" + std::to_string(g.id) : "'" + std::string(g.text) + "'";
+    for (const Segment& g : s) {
+      if (g.id >= 0) {
+        out += '#';
+        out += std::to_string(g.id);
+      } else {
+        out += '\'';
+        out += g.text;
+        out += '\'';
+      }
+    }
     return out;
   };
   EXPECT_EQ(cut("x<ab>y<a>"), "'x'#2'y'#1");
