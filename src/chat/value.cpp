@@ -4,8 +4,6 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
-#include <cstdio> // TEMPDEBUG
-#include <cstdlib> // TEMPDEBUG
 
 #include "value.h"
 
@@ -37,7 +35,7 @@ void spend(uint64_t units) {
 }
 
 void append_bounded(std::string& out, std::string_view add) {
-  if (add.size() > kMaxString - out.size()) throw_eval("string too long");
+  if (out.size() > kMaxString || add.size() > kMaxString - out.size()) throw_eval("string too long");
   spend((out.size() + add.size()) / 64 - out.size() / 64);
   out.append(add);
 }
@@ -69,6 +67,12 @@ size_t rfind_bytes(std::string_view hay, std::string_view needle) {
   const size_t n = hay.size(), m = needle.size();
   if (m == 0) return n;
   if (m > n) return std::string_view::npos;
+  if (m == 1) {  // one byte: a plain scan back (rsplit(',') calls this once a part)
+    size_t i = n;
+    while (i > 0 && hay[i - 1] != needle[0]) --i;
+    spend((n - i) / 4);
+    return i > 0 ? i - 1 : std::string_view::npos;
+  }
   // Knuth-Morris-Pratt on the reversed strings: R(s)[i] = s[len - 1 - i].
   // fail[j]: the longest proper border of R(needle)[0..j].
   spend(m / 4);  // a loop a byte, as a decode
@@ -99,9 +103,8 @@ void check_list_item(size_t n) {
   spend(2);  // an item, a new string in it
 }
 
-static uint64_t g_dbg_initial = 0; // TEMPDEBUG
-Budget::Budget(uint64_t units) : saved_(g_budget) { g_budget = units; g_dbg_initial = units; }
-Budget::~Budget() { if (getenv("TERN_BUDGET_DEBUG")) fprintf(stderr, "BUDGETUSED %llu\n", (unsigned long long)(g_dbg_initial - g_budget)); g_budget = saved_; } // TEMPDEBUG
+Budget::Budget(uint64_t units) : saved_(g_budget) { g_budget = units; }
+Budget::~Budget() { g_budget = saved_; }
 
 void throw_eval(const std::string& msg) { throw EvalError(msg); }
 
@@ -533,7 +536,6 @@ static Value repeat(const Value& seq, int64_t n) {
   const List& l = *seq.list;
   if (l.empty() || n == 0) return Value::make_list({}, seq.tuple);
   if (static_cast<uint64_t>(n) > kMaxList / l.size()) throw_eval("list too long");
-  spend(l.size() * static_cast<size_t>(n));
   List out;
   out.reserve(l.size() * static_cast<size_t>(n));
   for (int64_t k = 0; k < n; ++k) out.insert(out.end(), l.begin(), l.end());
@@ -580,7 +582,12 @@ static Value percent_format(const std::string& fmt, const Value& args) {
     }
     switch (fmt[k]) {
       case '%': out += '%'; break;
-      case 's': append_bounded(out, arg.is_str() ? arg.text() : to_str(arg)); break;
+      case 's':
+        if (arg.is_str())
+          append_bounded(out, arg.text());
+        else
+          append_bounded(out, to_str(arg));
+        break;
       case 'r': append_bounded(out, repr(arg)); break;
       case 'd':
       case 'i':

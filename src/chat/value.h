@@ -147,7 +147,7 @@ std::u32string decode_utf8(std::string_view s);
 std::string encode_utf8(std::u32string_view s);
 void append_utf8(std::string& out, char32_t c);
 size_t utf8_length(std::string_view s);
-// Bit 1: str.lower() changes the character; bit 2: str.upper() does.
+// 1 if str.lower() changes the character, | 2 if str.upper() does.
 int char_case(char32_t c);
 bool py_isspace(char32_t c);
 std::string py_strip(std::string_view s, const Value& chars, bool left, bool right);

@@ -5,6 +5,7 @@
 // and the expression language one feature at a time.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <ctime>
 #include <fstream>
 #include <map>
@@ -356,6 +357,201 @@ TEST(ChatExpr, InvalidUtf8ContentPassesThrough) {
                                "{{ messages[0].content | trim }}]");
   std::string bad = std::string("a\xff\xc3") + " ";
   EXPECT_EQ(t.render({{"user", bad}}, {}), "[" + bad + "|4|a\xff\xc3]");
+}
+
+// --- limits: no template overflows, makes a huge value first and checks
+// after, or works long for a little budget ----------------------------------
+
+// The message of the tern::Error that rendering `source` throws, checked to
+// end with `tail` (the position before it varies).
+void expect_error(const std::string& source, const std::string& tail) {
+  std::string err = render_error(source);
+  EXPECT_TRUE(err.starts_with("chat template: ") && err.ends_with(tail)) << source << "\n -> " << err.substr(0, 200);
+}
+
+TEST(ChatLimits, RangeCountsWithoutOverflow) {
+  // F5: `k += step` overflowed (UB) past the last item
+  EXPECT_EQ(render("{{ range(9223372036854775806, 9223372036854775807, 9223372036854775807) | list }}"),
+            "[9223372036854775806]");
+  EXPECT_EQ(render("{{ range(-9223372036854775807 - 1, 9223372036854775807, 4611686018427387904) | list }}"),
+            "[-9223372036854775808, -4611686018427387904, 0, 4611686018427387904]");
+  EXPECT_EQ(render("{{ range(9223372036854775807, -9223372036854775807 - 1, -9223372036854775807 - 1) | list }}"),
+            "[9223372036854775807, -1]");
+  EXPECT_EQ(render("{{ range(0, 10, -9223372036854775807 - 1) | list }}|{{ range(10, 0, -9223372036854775807 - 1) "
+                   "| list }}|{{ range(5, 0, -2) | list }}|{{ range(0, 5, 2) | list }}"),
+            "[]|[10]|[5, 3, 1]|[0, 2, 4]");
+  expect_error("{{ range(-9223372036854775807 - 1, 9223372036854775807) }}",
+               "Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000).");
+}
+
+TEST(ChatLimits, PercentFormatsAnyFloatAsPythonDoes) {
+  // F6: %d cast the float to int64 (UB past its range); Python takes int(x)
+  expect_error("{{ '%d' % ('inf' | float) }}", "cannot convert float infinity to integer");
+  expect_error("{{ '%i' % ('-inf' | float) }}", "cannot convert float infinity to integer");
+  expect_error("{{ '%d' % ('nan' | float) }}", "cannot convert float NaN to integer");
+  const std::string e300 =
+      "1000000000000000052504760255204420248704468581108159154915854115511802457988908195786371375080447864043704443"
+      "8328838781769425232353604305756447921847867069828483872009265758037378302337947880900593689532349707999450811"
+      "19038967640880074652742780142494579258788820056842838115669472196386865459400540160";
+  EXPECT_EQ(render("{{ '%d' % 1e300 }}|{{ '%i' % -1e20 }}|{{ '%d' % -2.7 }}|{{ '%d' % -0.5 }}|{{ '%d' % true }}"),
+            e300 + "|-100000000000000000000|-2|0|1");
+  EXPECT_EQ(render("{{ '%f' % 1e300 }}"), e300 + ".000000");  // was cut at 63 characters
+}
+
+TEST(ChatLimits, IntFilterConvertsInRangeOrFails) {
+  // Python's int() would make a big int: out of int64 range is an error,
+  // not a silent default (nor UB); inf fails as in jinja2, nan gives the default.
+  expect_error("{{ 1e300 | int }}", "integer overflow");
+  expect_error("{{ '99999999999999999999' | int }}", "integer overflow");
+  expect_error("{{ 'inf' | float | int }}", "cannot convert float infinity to integer");
+  EXPECT_EQ(render("{{ 'nan' | float | int }}|{{ 'nan' | int(7) }}|{{ 9.21e18 | int }}|{{ -9.2e18 | int }}"),
+            "0|7|9210000000000000000|-9200000000000000000");
+  EXPECT_EQ(render("{{ '-9223372036854775808' | int }}|{{ '9223372036854775807' | int }}|{{ ' 42 ' | int }}"),
+            "-9223372036854775808|9223372036854775807|42");
+  // std::from_chars takes a '-' of its own: '--5' was -(-5), '--9223372036854775808' negated INT64_MIN (UB)
+  EXPECT_EQ(render("{{ '--9223372036854775808' | int }}|{{ '--5' | int }}|{{ '+-5' | int }}|{{ '0x-5' | int(base=16) }}|"
+                   "{{ '-0x10' | int(base=16) }}"),
+            "0|0|0|0|-16");
+}
+
+TEST(ChatLimits, RepetitionIsCheckedWithoutOverflow) {
+  // size * n wrapped around: 3 * 6148914691236517206 is 2 (mod 2^64)
+  expect_error("{{ 'abc' * 6148914691236517206 }}", "string too long");
+  expect_error("{{ [1, 2, 3] * 6148914691236517206 }}", "list too long");
+  // nothing repeated a huge number of times looped that many times
+  EXPECT_EQ(render("{{ '' * 9000000000000000000 }}|{{ [] * 9000000000000000000 }}|{{ 'ab' * 3 }}|{{ (1,) * 2 }}"),
+            "|[]|ababab|(1, 1)");
+  expect_error("{% set l = range(100000) | list %}{% set l = l * 6 %}{{ (l + l) | length }}", "list too long");
+}
+
+// Renders `source` for one user message `content`: a long message gives the
+// render a larger budget, so limits other than the budget are met first.
+std::string render_error_with(const std::string& source, const std::string& content) {
+  return error_of([&] { Template::parse(source).render({{"user", content}}, {}); });
+}
+
+// Renders `source`, which must fail with a message ending in `tail`, and
+// returns how long that took.
+double seconds_to_fail(const std::string& source, const std::string& tail = "") {
+  auto t0 = std::chrono::steady_clock::now();
+  std::string err = render_error(source);
+  EXPECT_TRUE(err.starts_with("chat template: ") && err.ends_with(tail)) << source << "\n -> " << err;
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+TEST(ChatLimits, JoinStopsAtTheStringLimit) {
+  // F7: the whole string was built (16 TB asked for) before its size was
+  // checked; now the list itself is over budget, and a join stops at 16 MiB.
+  EXPECT_LT(seconds_to_fail("{% set l = ['x' * 16000000] * 1000000 %}{{ l | join | length }}"), 2.0);
+  expect_error("{% set l = ['x' * 1000000] * 100000 %}{{ l | join | length }}", "string too long");
+  expect_error("{% set l = ['x' * 1000000] * 100000 %}{{ ''.join(l) | length }}", "string too long");
+  expect_error("{% set l = ['x'] * 100000 %}{{ l | join('y' * 1000) | length }}", "string too long");
+  EXPECT_EQ(render("{{ ['a', 1, none] | join('-') }}|{{ ','.join(['a', 'b']) }}"), "a-1-None|a,b");
+}
+
+TEST(ChatLimits, ReplaceStopsAtTheStringLimit) {
+  // F8: likewise for replace, by the method and by the filter
+  expect_error("{% set s = 'ab' * 8000000 %}{{ s.replace('a', 'a' * 16000000) | length }}", "string too long");
+  expect_error("{% set s = 'ab' * 8000000 %}{{ s | replace('a', 'a' * 16000000) | length }}", "string too long");
+  expect_error("{% set s = 'ab' * 1000 %}{{ s.replace('', 'x' * 100000) | length }}", "string too long");
+  EXPECT_EQ(render("{{ 'abab'.replace('b', 'xy') }}|{{ 'abab'.replace('b', '', 1) }}|{{ 'ab'.replace('', '-') }}"),
+            "axyaxy|aab|-a-b-");
+}
+
+TEST(ChatLimits, CopiesAreCharged) {
+  // F9: 16M empty strings (1.2 GB, seconds) were made before the budget
+  // ran out; the parts are charged as they are made now.
+  EXPECT_LT(seconds_to_fail("{% set s = 'x' * 16000000 %}{{ s.split('x') | length }}"), 2.0);
+  // With a budget large enough (a long message), a list stops at 2^20 items.
+  std::string lines;
+  for (int k = 0; k < 1100000; ++k) lines += "x\n";
+  for (const char* t : {"{{ messages[0].content.split('x') | length }}",
+                        "{{ messages[0].content.rsplit('x') | length }}", "{{ messages[0].content.split() | length }}",
+                        "{{ messages[0].content.splitlines() | length }}", "{{ messages[0].content | list | length }}"}) {
+    std::string err = render_error_with(t, lines);
+    EXPECT_TRUE(err.ends_with(": list too long")) << t << " -> " << err;
+  }
+  // Printing (repr, tojson) a million copies of an 8 MB string built 8 TB.
+  const std::string eight_m(8000000, 'y');
+  for (const char* t : {"{{ [messages[0].content] * 1000000 }}", "{{ ([messages[0].content] * 1000000) | tojson }}",
+                        "{{ 'x' ~ [messages[0].content] * 1000000 }}"}) {
+    std::string err = render_error_with(t, eight_m);
+    EXPECT_TRUE(err.ends_with(": string too long")) << t << " -> " << err;
+  }
+  expect_error("{{ [[[[1]]]] | tojson(indent='x' * 8000000) }}", "string too long");
+  expect_error("{{ ('%s' * 1000) % (('x' * 100000,) * 1000) }}", "string too long");
+  expect_error("{{ ('\\n' * 100000) | indent('x' * 1000, blank=true) }}", "string too long");
+  expect_error("{{ strftime_now('%Y' * 8000000) }}", "strftime_now: format too long");
+  // Work that copied, compared, scanned or decoded a long string cost one
+  // unit: loops of it ran for minutes.
+  const char* runaways[] = {
+      "{% set s = 'x' * 16000000 %}{% set t = s ~ '' %}{% for i in range(100000) %}{% if s == t %}{% endif %}"
+      "{% endfor %}",
+      "{% set s = 'x' * 16000000 %}{% set t = s ~ '' %}{% for i in range(100000) %}{% if s < t %}{% endif %}"
+      "{% endfor %}",
+      "{% set s = 'x' * 16000000 %}{% for i in range(100000) %}{% set n = s | length %}{% endfor %}",
+      "{% set s = 'x' * 16000000 %}{% for i in range(100000) %}{% if 1 | attr(s) is defined %}{% endif %}"
+      "{% endfor %}",
+      "{% set s = 'x' * 16000000 %}{% set t = (s,) * 1000 %}{% for i in range(100000) %}"
+      "{% set n = s.startswith(t) %}{% endfor %}",
+      "{% set s = 'x' * 16000000 %}{% set d = {s: 1} %}{% for i in range(100000) %}{% set n = d[s] %}{% endfor %}",
+      "{% set t = (1,) * 1000000 %}{% for i in range(100000) %}{% set n = {}.get(t) %}{% endfor %}",
+      // a tuple made of itself twice, 300 deep: 2^300 items to hash
+      "{% set ns = namespace(t=(1,)) %}{% for i in range(300) %}{% set ns.t = (ns.t, ns.t) %}{% endfor %}"
+      "{{ {}[ns.t] }}",
+      "{% set s = 'x' * 16000000 %}{% for i in range(100000) %}{% set n = s.count('x') %}{% endfor %}",
+      "{% set s = 'x' * 1000000 %}{% for i in range(100000) %}{% set n = s.replace('', '') %}{% endfor %}",
+  };
+  for (const char* t : runaways) EXPECT_LT(seconds_to_fail(t, "the template runs too long"), 2.0) << t;
+  // A long conversation gets a budget to match: 1000 messages of 8 KB.
+  Template t = Template::parse(tern::chat::builtin_template("llama3"));
+  std::vector<Message> long_chat(1000, Message{"user", std::string(8000, 'w')});
+  for (size_t k = 1; k < long_chat.size(); k += 2) long_chat[k].role = "assistant";
+  EXPECT_EQ(error_of([&] { t.render(long_chat, {}); }), "");
+}
+
+TEST(ChatLimits, SearchesTakeLinearTime) {
+  // strip(chars) looked each character up in `chars` one by one: quadratic
+  EXPECT_EQ(render("{% set s = 'a' * 200000 %}{% set t = 'b' * 200000 ~ 'a' %}{{ s.strip(t) | length }}"), "0");
+  const std::string set = "zyxwvutsrqponmlkjihgfedcba0123456789ABCDEFGHIJKLMNOP";  // long: sorted, halved
+  EXPECT_EQ(render("{{ 'xaby'.strip('yx') }}|{{ 'abcxyz'.strip('" + set + "') }}|{{ 'ab-c9Q'.lstrip('" + set +
+                   "') }}|{{ 'Qab-c9'.rstrip('" + set + "') }}"),
+            "ab||-c9Q|Qab-");
+  // std::string::find and rfind take time |hay| * |needle|: the budget
+  // stopped these, which take linear time now.
+  EXPECT_EQ(render("{% set s = 'a' * 1000000 %}{{ s.rfind('b' ~ 'a' * 100000) }}|{{ ('a' * 100000 ~ 'b') in s }}|"
+                   "{{ s.find('a' * 1000 ~ 'b') }}|{{ s.rsplit('a' * 100000 ~ 'b') | length }}"),
+            "-1|False|-1|1");
+  EXPECT_EQ(render("{{ 'a,b,,c'.rsplit(',') }}|{{ 'a,b,,c'.rsplit(',', 1) }}|{{ ',a'.rsplit(',') }}|"
+                   "{{ 'abcabc'.rfind('c') }}|{{ 'abc'.rfind('x') }}|{{ 'abc'.rfind('a') }}"),
+            "['a', 'b', '', 'c']|['a,b,', 'c']|['', 'a']|5|-1|0");
+  // The forward search looks in windows that double, overlapping: a match
+  // across their ends is found, and every search agrees with std::string's.
+  for (const std::string& needle : std::vector<std::string>{"ab", "abc", std::string(200, 'q') + "z"}) {
+    for (size_t off = 0; off < 2200; off += 3) {
+      std::string hay = std::string(off, 'x') + needle + std::string(2200 - off, 'x') + needle.substr(0, 2);
+      size_t n = 0;
+      for (size_t f = hay.find(needle); f != std::string::npos; f = hay.find(needle, f + needle.size())) ++n;
+      std::string want = std::to_string(hay.find(needle)) + "|" + std::to_string(hay.rfind(needle)) + "|" +
+                         std::to_string(n) + "|" + std::to_string(n + 1) + "|" + std::to_string(hay.rfind(needle)) +
+                         "|True";
+      EXPECT_EQ(render_vars("{{ h.find(n) }}|{{ h.rfind(n) }}|{{ h.count(n) }}|{{ h.split(n) | length }}|"
+                            "{{ h.rsplit(n, 1)[0] | length }}|{{ n in h }}",
+                            {{"h", hay}, {"n", needle}}),
+                want)
+          << "needle " << needle.size() << " at " << off;
+    }
+  }
+}
+
+TEST(ChatLimits, ArgumentsOverTheLimitsAreErrors) {
+  // Value limits met outside evaluation threw an exception that was not a
+  // tern::Error: a string literal over 16 MiB, a message over it.
+  std::string big = "{{ '" + std::string((16u << 20) + 1, 'x') + "' }}";
+  EXPECT_EQ(error_of([&] { Template::parse(big); }), "chat template: 1:4: string too long");
+  Template t = Template::parse("{{ messages | length }}");
+  std::string err = error_of([&] { t.render({{"user", std::string((16u << 20) + 1, 'x')}}, {}); });
+  EXPECT_EQ(err, "chat template: string too long");
 }
 
 }  // namespace
