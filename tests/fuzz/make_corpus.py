@@ -533,9 +533,12 @@ def main():
     }
     for target, seeds in corpora.items():
         d = os.path.join(outdir, target)
-        if os.path.isdir(d):
-            shutil.rmtree(d)
-        os.makedirs(d)
+        os.makedirs(d, exist_ok=True)
+        # Generated seeds are rewritten; regress-* files are fuzzer findings
+        # kept by hand and must survive a regeneration.
+        for old in os.listdir(d):
+            if not old.startswith("regress-"):
+                os.remove(os.path.join(d, old))
         for name, blob in seeds.items():
             assert len(blob) < 64 << 10, (target, name, len(blob))
             with open(os.path.join(d, name), "wb") as f:
