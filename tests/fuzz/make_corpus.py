@@ -24,7 +24,6 @@ import collections
 import json
 import os
 import re
-import shutil
 import struct
 import sys
 
