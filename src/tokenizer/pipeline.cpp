@@ -66,9 +66,7 @@ Prepend parse_prepend(const Json& step) {
 
 std::string replacement_of(const Json& step) {
   const std::string r = get_string(step, "replacement", "Metaspace", "\xE2\x96\x81");
-  size_t i = 0;
   if (r.empty() || utf8_valid_len(r, 0) != r.size()) throw Error("Metaspace replacement must be one character");
-  (void)i;
   return r;
 }
 
