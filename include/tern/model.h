@@ -10,12 +10,14 @@
 #include <string>
 #include <vector>
 
+#include "tern/family.h"
 #include "tern/gguf.h"
 #include "tern/kernels.h"
 
 namespace tern {
 
 struct Config {
+  const Family* family = nullptr;  // from general.architecture
   int dim = 0;          // embedding width
   int hidden_dim = 0;   // FFN width
   int n_layers = 0;
@@ -29,6 +31,11 @@ struct Config {
   ActMode act_mode = ActMode::Float;  // how ternary linears see their input
   gguf::TensorType weight_type = gguf::TensorType::TQ2_0;
   bool tied_output = false;  // lm_head shares token_embd
+  // The family's variations of the Llama block, copied so the forward pass
+  // reads them from one place.
+  FfnAct ffn_act = FfnAct::SiLU;
+  RopeStyle rope = RopeStyle::Pairs;
+  bool sub_norms = false;
 
   int q_dim() const { return n_heads * head_dim; }
   int kv_dim() const { return n_kv_heads * head_dim; }
@@ -54,10 +61,12 @@ struct LayerWeights {
   Linear wq;                         // [q_dim x dim], rows interleaved for RoPE
   Linear wk;                         // [kv_dim x dim]
   Linear wv;                         // [kv_dim x dim]
+  const float* attn_sub_norm = nullptr;  // [q_dim], sub-norm families only
   Linear wo;                         // [dim x q_dim]
   const float* ffn_norm = nullptr;   // [dim]
   Linear w_gate;                     // [hidden_dim x dim]
   Linear w_up;                       // [hidden_dim x dim]
+  const float* ffn_sub_norm = nullptr;   // [hidden_dim], sub-norm families only
   Linear w_down;                     // [dim x hidden_dim]
 };
 
@@ -78,7 +87,7 @@ struct RunState {
   std::vector<float> q;        // [max_batch][q_dim]
   std::vector<float> k;        // [max_batch][kv_dim]
   std::vector<float> v;        // [max_batch][kv_dim]
-  std::vector<float> hb;       // [max_batch][hidden_dim] gate, then silu(gate)*up
+  std::vector<float> hb;       // [max_batch][hidden_dim] gate, then act(gate)*up
   std::vector<float> hb2;      // [max_batch][hidden_dim] up
   std::vector<float> att;      // [n_threads][max_seq] attention scores
   std::vector<int8_t> xq;      // [max_batch][max(dim, q_dim, hidden_dim)] int8 input

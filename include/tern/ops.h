@@ -12,6 +12,9 @@ void rmsnorm(float* out, const float* x, const float* w, int n, float eps);
 // Rotates adjacent pairs (x[2i], x[2i+1]) of every head by pos * theta^(-2i/head_dim):
 // llama.cpp's "normal" RoPE, which the packer's q/k row permutation targets.
 void rope(float* x, int n_heads, int head_dim, int pos, float theta);
+// The same rotation on pairs (x[i], x[i + head_dim/2]): Hugging Face's
+// rotate_half, which GGUF files of the `bitnet` architectures keep.
+void rope_halves(float* x, int n_heads, int head_dim, int pos, float theta);
 
 // In place, numerically stable (subtracts the max).
 void softmax(float* x, int n);
@@ -27,6 +30,8 @@ void attention(float* out, const float* q, const float* keys, const float* value
 
 // gate[i] = silu(gate[i]) * up[i]
 void swiglu(float* gate, const float* up, int n);
+// gate[i] = relu(gate[i])^2 * up[i] (BitNet b1.58 2B-4T's relu2 GLU)
+void relu2_glu(float* gate, const float* up, int n);
 
 // Per-token absmax int8 quantization as BitNet b1.58 trains it:
 // s = 127 / max(max|x|, 1e-5), q = clamp(round_half_even(x * s), -128, 127).

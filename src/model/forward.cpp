@@ -124,8 +124,9 @@ void Model::forward_batch(const int32_t* tokens, int n, int pos, float* logits, 
     if (int8) quantize_batch(s, s.xb.data(), n, D);
     linears({{&L.wq, s.q.data()}, {&L.wk, s.k.data()}, {&L.wv, s.v.data()}}, s.xb.data(), n);
     for (int i = 0; i < n; ++i) {
-      ops::rope(s.q.data() + size_t(i) * QD, c.n_heads, c.head_dim, pos + i, c.rope_theta);
-      ops::rope(s.k.data() + size_t(i) * KV, c.n_kv_heads, c.head_dim, pos + i, c.rope_theta);
+      const auto rope = c.rope == RopeStyle::Pairs ? ops::rope : ops::rope_halves;
+      rope(s.q.data() + size_t(i) * QD, c.n_heads, c.head_dim, pos + i, c.rope_theta);
+      rope(s.k.data() + size_t(i) * KV, c.n_kv_heads, c.head_dim, pos + i, c.rope_theta);
       std::memcpy(kc + size_t(pos + i) * KV, s.k.data() + size_t(i) * KV, KV * sizeof(float));
       std::memcpy(vc + size_t(pos + i) * KV, s.v.data() + size_t(i) * KV, KV * sizeof(float));
     }
@@ -137,6 +138,10 @@ void Model::forward_batch(const int32_t* tokens, int n, int pos, float* logits, 
       ops::attention(s.xb2.data() + size_t(i) * QD, s.q.data() + size_t(i) * QD, kc, vc,
                      pos + i + 1, c.n_heads, c.n_kv_heads, c.head_dim, scratch, h, h + 1);
     }
+    if (L.attn_sub_norm)
+      for (int i = 0; i < n; ++i)
+        ops::rmsnorm(s.xb2.data() + size_t(i) * QD, s.xb2.data() + size_t(i) * QD,
+                     L.attn_sub_norm, QD, c.norm_eps);
     if (int8) quantize_batch(s, s.xb2.data(), n, QD);
     linears({{&L.wo, s.xb.data()}}, s.xb2.data(), n);
     for (size_t j = 0; j < size_t(n) * D; ++j) s.x[j] += s.xb[j];
@@ -146,8 +151,12 @@ void Model::forward_batch(const int32_t* tokens, int n, int pos, float* logits, 
                    c.norm_eps);
     if (int8) quantize_batch(s, s.xb.data(), n, D);
     linears({{&L.w_gate, s.hb.data()}, {&L.w_up, s.hb2.data()}}, s.xb.data(), n);
-    for (int i = 0; i < n; ++i)
-      ops::swiglu(s.hb.data() + size_t(i) * H, s.hb2.data() + size_t(i) * H, H);
+    const auto glu = c.ffn_act == FfnAct::SiLU ? ops::swiglu : ops::relu2_glu;
+    for (int i = 0; i < n; ++i) {
+      float* h = s.hb.data() + size_t(i) * H;
+      glu(h, s.hb2.data() + size_t(i) * H, H);
+      if (L.ffn_sub_norm) ops::rmsnorm(h, h, L.ffn_sub_norm, H, c.norm_eps);
+    }
     if (int8) quantize_batch(s, s.hb.data(), n, H);
     linears({{&L.w_down, s.xb.data()}}, s.hb.data(), n);
     for (size_t j = 0; j < size_t(n) * D; ++j) s.x[j] += s.xb[j];

@@ -37,18 +37,21 @@ float fparam_or(const gguf::File& f, const std::string& key, float def) {
 
 Config read_config(const gguf::File& f) {
   const std::string arch = f.get("general.architecture").as_string("general.architecture");
-  if (arch != "llama")
-    throw file_error(f.path(), "unsupported architecture '" + arch + "' (tern runs 'llama')");
   Config c;
-  c.dim = hparam(f, "llama.embedding_length", 1, 1 << 16);
-  c.hidden_dim = hparam(f, "llama.feed_forward_length", 1, 1 << 18);
-  c.n_layers = hparam(f, "llama.block_count", 1, 1024);
-  c.n_heads = hparam(f, "llama.attention.head_count", 1, 1024);
-  c.n_kv_heads = hparam_or(f, "llama.attention.head_count_kv", 1, c.n_heads, c.n_heads);
-  c.context_length = hparam(f, "llama.context_length", 1, 1 << 24);
-  c.head_dim = hparam_or(f, "llama.rope.dimension_count", 2, 1 << 12, c.dim / c.n_heads);
-  c.rope_theta = fparam_or(f, "llama.rope.freq_base", 10000.0f);
-  c.norm_eps = fparam_or(f, "llama.attention.layer_norm_rms_epsilon", 1e-5f);
+  c.family = family_by_gguf_arch(arch);
+  if (!c.family)
+    throw file_error(f.path(), "unsupported architecture '" + arch + "' (tern runs " +
+                                   supported_gguf_archs() + ")");
+  const std::string p = arch + ".";
+  c.dim = hparam(f, p + "embedding_length", 1, 1 << 16);
+  c.hidden_dim = hparam(f, p + "feed_forward_length", 1, 1 << 18);
+  c.n_layers = hparam(f, p + "block_count", 1, 1024);
+  c.n_heads = hparam(f, p + "attention.head_count", 1, 1024);
+  c.n_kv_heads = hparam_or(f, p + "attention.head_count_kv", 1, c.n_heads, c.n_heads);
+  c.context_length = hparam(f, p + "context_length", 1, 1 << 24);
+  c.head_dim = hparam_or(f, p + "rope.dimension_count", 2, 1 << 12, c.dim / c.n_heads);
+  c.rope_theta = fparam_or(f, p + "rope.freq_base", 10000.0f);
+  c.norm_eps = fparam_or(f, p + "attention.layer_norm_rms_epsilon", 1e-5f);
   if (c.n_heads % c.n_kv_heads != 0)
     throw file_error(f.path(), "head_count " + std::to_string(c.n_heads) +
                                    " is not a multiple of head_count_kv " +
@@ -59,8 +62,12 @@ Config read_config(const gguf::File& f) {
                                    " with " + std::to_string(c.n_heads) + " heads");
   if (!(c.rope_theta > 0) || !(c.norm_eps > 0))
     throw file_error(f.path(), "rope.freq_base and layer_norm_rms_epsilon must be positive");
+  c.ffn_act = c.family->ffn_act;
+  c.rope = c.family->rope;
+  c.sub_norms = c.family->has_sub_norms();
   const gguf::Value* mode = f.find("tern.activation_mode");
-  const std::string m = mode ? mode->as_string("tern.activation_mode") : "float";
+  const std::string m = mode ? mode->as_string("tern.activation_mode")
+                             : c.family->int8_activations ? "int8" : "float";
   if (m == "int8") c.act_mode = ActMode::Int8;
   else if (m == "float") c.act_mode = ActMode::Float;
   else throw file_error(f.path(), "tern.activation_mode '" + m + "' is not int8 or float");
@@ -180,10 +187,12 @@ std::unique_ptr<Model> Model::load(const std::string& path) {
     L.wq = load_linear(f, p + "attn_q.weight", c.q_dim(), c.dim);
     L.wk = load_linear(f, p + "attn_k.weight", c.kv_dim(), c.dim);
     L.wv = load_linear(f, p + "attn_v.weight", c.kv_dim(), c.dim);
+    if (c.sub_norms) L.attn_sub_norm = norm_vector(f, p + "attn_sub_norm.weight", c.q_dim());
     L.wo = load_linear(f, p + "attn_output.weight", c.dim, c.q_dim());
     L.ffn_norm = norm_vector(f, p + "ffn_norm.weight", c.dim);
     L.w_gate = load_linear(f, p + "ffn_gate.weight", c.hidden_dim, c.dim);
     L.w_up = load_linear(f, p + "ffn_up.weight", c.hidden_dim, c.dim);
+    if (c.sub_norms) L.ffn_sub_norm = norm_vector(f, p + "ffn_sub_norm.weight", c.hidden_dim);
     L.w_down = load_linear(f, p + "ffn_down.weight", c.dim, c.hidden_dim);
   }
   c.weight_type = w.layers[0].wq.w.type;

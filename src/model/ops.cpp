@@ -27,6 +27,21 @@ void rope(float* x, int n_heads, int head_dim, int pos, float theta) {
   }
 }
 
+void rope_halves(float* x, int n_heads, int head_dim, int pos, float theta) {
+  const int half = head_dim / 2;
+  for (int i = 0; i < half; ++i) {
+    const double freq = std::pow(double(theta), -2.0 * i / head_dim);
+    const double a = pos * freq;
+    const float c = float(std::cos(a)), s = float(std::sin(a));
+    for (int h = 0; h < n_heads; ++h) {
+      float* p = x + h * head_dim + i;
+      const float x0 = p[0], x1 = p[half];
+      p[0] = x0 * c - x1 * s;
+      p[half] = x0 * s + x1 * c;
+    }
+  }
+}
+
 void softmax(float* x, int n) {
   const float mx = *std::max_element(x, x + n);
   double sum = 0;
@@ -63,6 +78,13 @@ void swiglu(float* gate, const float* up, int n) {
   for (int i = 0; i < n; ++i) {
     const float g = gate[i];
     gate[i] = g / (1.0f + std::exp(-g)) * up[i];
+  }
+}
+
+void relu2_glu(float* gate, const float* up, int n) {
+  for (int i = 0; i < n; ++i) {
+    const float g = std::max(gate[i], 0.0f);
+    gate[i] = g * g * up[i];
   }
 }
 

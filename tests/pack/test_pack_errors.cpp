@@ -117,7 +117,7 @@ TEST(PackerErrors, UnsupportedArchitecture) {
     c["model_type"] = "gpt2";
   });
   expect_pack_error(f, "config.json: unsupported architecture 'GPT2LMHeadModel' (tern packs "
-                       "Llama-architecture checkpoints)");
+                       "LlamaForCausalLM, BitnetForCausalLM, BitNetForCausalLM)");
 }
 
 TEST(PackerErrors, MissingTokenizer) {
@@ -190,7 +190,7 @@ TEST(PackerErrors, NonTernaryNamesTensorAndRow) {
   poke(f.ckpt, "model.layers.0.self_attn.q_proj.weight", 3, 0, 0.5f);
   poke(f.ckpt, "model.layers.0.self_attn.q_proj.weight", 3, 1, -0.25f);
   expect_pack_error(f, "model.safetensors: tensor 'model.layers.0.self_attn.q_proj.weight' row 3 is "
-                       "not ternary (values 0.5 and 0.25; use --ternarize to quantize it)");
+                       "not ternary (values 0.5 and 0.25): tern packs models trained ternary");
   // --ternarize quantizes it instead.
   PackOptions o = opts(f);
   o.force_ternarize = true;

@@ -27,7 +27,7 @@ std::string config_with(const std::string& dir, const std::string& extra) {
 
 TEST(PackHfConfig, DefaultsAndValues) {
   auto dir = test_dir();
-  LlamaConfig c = load_config(config_with(dir, ""));
+  HfConfig c = load_config(config_with(dir, ""));
   EXPECT_EQ(c.hidden_size, 256u);
   EXPECT_EQ(c.n_kv_heads, 4u);  // defaults to the head count
   EXPECT_EQ(c.head_dim, 64u);
@@ -62,10 +62,10 @@ TEST(PackHfConfig, Errors) {
   write_text(dir + "/config.json", R"({"architectures":["MistralForCausalLM"],"model_type":"mistral"})");
   msg = error_of([&] { load_config(dir + "/config.json"); });
   EXPECT_NE(msg.find("config.json: unsupported architecture 'MistralForCausalLM' (tern packs "
-                     "Llama-architecture checkpoints)"),
+                     "LlamaForCausalLM, BitnetForCausalLM, BitNetForCausalLM)"),
             std::string::npos) << msg;
 
-  // model_type "llama" is enough (BitNet exports name their own class).
+  // 1bitLLM names its own class: the BitNet family, with its sub-norms.
   write_text(dir + "/config.json", R"({"architectures":["BitnetForCausalLM"],"model_type":"llama"})");
   msg = error_of([&] { load_config(dir + "/config.json"); });
   EXPECT_NE(msg.find("missing 'hidden_size'"), std::string::npos) << msg;

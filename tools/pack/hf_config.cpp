@@ -68,7 +68,7 @@ struct Reader {
 
 }  // namespace
 
-LlamaConfig load_config(const std::string& path) {
+HfConfig load_config(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw file_error(path, errno == ENOENT ? "not found" : std::strerror(errno));
   std::stringstream ss;
@@ -81,32 +81,29 @@ LlamaConfig load_config(const std::string& path) {
   }
   if (!j.is_object()) throw file_error(path, "not a JSON object");
   Reader r{path, j};
-  LlamaConfig c;
+  HfConfig c;
 
-  bool llama = false;
-  if (j.contains("architectures") && j["architectures"].is_array()) {
-    for (const auto& a : j["architectures"]) {
-      if (!a.is_string()) continue;
-      if (c.architecture.empty()) c.architecture = a.get<std::string>();
-      llama |= a.get<std::string>() == "LlamaForCausalLM";
-    }
-  }
-  if (j.contains("model_type") && j["model_type"].is_string()) {
-    if (c.architecture.empty()) c.architecture = j["model_type"].get<std::string>();
-    llama |= j["model_type"].get<std::string>() == "llama";
-  }
-  if (!llama)
+  if (j.contains("architectures") && j["architectures"].is_array())
+    for (const auto& a : j["architectures"])
+      if (a.is_string() && c.architecture.empty()) c.architecture = a.get<std::string>();
+  if (c.architecture.empty() && j.contains("model_type") && j["model_type"].is_string())
+    c.architecture = j["model_type"].get<std::string>();
+  c.family = family_by_hf_arch(c.architecture);
+  if (!c.family)
     throw r.bad("unsupported architecture '" +
                 (c.architecture.empty() ? std::string("unknown") : c.architecture) +
-                "' (tern packs Llama-architecture checkpoints)");
+                "' (tern packs " + supported_hf_archs() + ")");
 
-  // Features a plain Llama forward would silently get wrong.
+  c.scale_convention = c.family->default_scale;
+
+  // Features the family's forward pass would silently get wrong.
   if (j.contains("rope_scaling") && !j["rope_scaling"].is_null())
     throw r.bad("rope_scaling " + j["rope_scaling"].dump() + " is not supported");
   if (r.flag("attention_bias", false)) throw r.bad("attention_bias is not supported");
   if (r.flag("mlp_bias", false)) throw r.bad("mlp_bias is not supported");
-  if (j.contains("hidden_act") && j["hidden_act"] != "silu")
-    throw r.bad("hidden_act " + j["hidden_act"].dump() + " is not supported (Llama uses silu)");
+  if (j.contains("hidden_act") && j["hidden_act"] != c.family->hf_act)
+    throw r.bad("hidden_act " + j["hidden_act"].dump() + " is not supported (" + c.architecture +
+                " uses " + std::string(c.family->hf_act) + ")");
 
   c.hidden_size = r.dim("hidden_size");
   c.intermediate_size = r.dim("intermediate_size");
@@ -140,6 +137,12 @@ LlamaConfig load_config(const std::string& path) {
     if (!c.quant_method.empty() && c.quant_method != "bitnet")
       throw r.bad("quantization_config.quant_method '" + c.quant_method +
                   "' is not supported (tern packs float or bitnet checkpoints)");
+    if (q.contains("linear_class") && q["linear_class"].is_string()) {
+      const std::string lc = q["linear_class"].get<std::string>();
+      if (lc == "bitlinear") c.scale_convention = ScaleConvention::Divide;
+      else if (lc == "autobitlinear") c.scale_convention = ScaleConvention::Multiply;
+      else throw r.bad("quantization_config.linear_class '" + lc + "' is not supported");
+    }
   }
   return c;
 }

@@ -1,13 +1,17 @@
-// The part of a Hugging Face Llama config.json that packing needs.
+// The part of a Hugging Face config.json that packing needs, with the
+// family (tern/family.h) its architecture selects.
 #pragma once
 #include <cstdint>
 #include <optional>
 #include <string>
 
+#include "tern/family.h"
+
 namespace tern::pack {
 
-struct LlamaConfig {
+struct HfConfig {
   std::string architecture;  // architectures[0], or model_type when absent
+  const Family* family = nullptr;
   uint32_t hidden_size = 0;
   uint32_t intermediate_size = 0;
   uint32_t n_layers = 0;
@@ -21,13 +25,18 @@ struct LlamaConfig {
   bool tie_word_embeddings = false;
   std::optional<uint32_t> bos_token_id, eos_token_id;
   std::string quant_method;  // quantization_config.quant_method, "" if none
+  // How a packed weight_scale applies: quantization_config.linear_class
+  // ("bitlinear" divides, "autobitlinear" multiplies), else the family's.
+  ScaleConvention scale_convention = ScaleConvention::Divide;
 
   bool is_bitnet() const { return quant_method == "bitnet"; }
+  // BitNet b1.58 inference: int8 activations per token.
+  bool int8_activations() const { return is_bitnet() || family->int8_activations; }
   uint32_t q_rows() const { return n_heads * head_dim; }
   uint32_t kv_rows() const { return n_kv_heads * head_dim; }
 };
 
 // Reads and validates config.json; throws tern::Error "path: problem".
-LlamaConfig load_config(const std::string& path);
+HfConfig load_config(const std::string& path);
 
 }  // namespace tern::pack

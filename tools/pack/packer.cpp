@@ -69,28 +69,30 @@ using gguf::TensorType;
 using gguf::Value;
 
 void set_metadata(gguf::Writer& w, const PackInputs& in, const PackOptions& o) {
-  const LlamaConfig& c = in.cfg;
-  w.set("general.architecture", Value::string("llama"));
+  const HfConfig& c = in.cfg;
+  const std::string arch(c.family->gguf_arch);
+  auto key = [&](const char* k) { return arch + "." + k; };
+  w.set("general.architecture", Value::string(arch));
   w.set("general.name", Value::string(in.name));
   w.set("general.file_type", Value::u32(o.type == TensorType::TQ1_0 ? 36 : 37));
   w.set("general.quantization_version", Value::u32(2));
-  w.set("llama.context_length", Value::u32(c.max_position_embeddings));
-  w.set("llama.embedding_length", Value::u32(c.hidden_size));
-  w.set("llama.block_count", Value::u32(c.n_layers));
-  w.set("llama.feed_forward_length", Value::u32(c.intermediate_size));
-  w.set("llama.attention.head_count", Value::u32(c.n_heads));
-  w.set("llama.attention.head_count_kv", Value::u32(c.n_kv_heads));
-  w.set("llama.attention.key_length", Value::u32(c.head_dim));
-  w.set("llama.attention.value_length", Value::u32(c.head_dim));
-  w.set("llama.attention.layer_norm_rms_epsilon", Value::f32(c.rms_norm_eps));
-  w.set("llama.rope.freq_base", Value::f32(c.rope_theta));
-  w.set("llama.rope.dimension_count", Value::u32(c.head_dim));
-  w.set("llama.vocab_size", Value::u32(c.vocab_size));
+  w.set(key("context_length"), Value::u32(c.max_position_embeddings));
+  w.set(key("embedding_length"), Value::u32(c.hidden_size));
+  w.set(key("block_count"), Value::u32(c.n_layers));
+  w.set(key("feed_forward_length"), Value::u32(c.intermediate_size));
+  w.set(key("attention.head_count"), Value::u32(c.n_heads));
+  w.set(key("attention.head_count_kv"), Value::u32(c.n_kv_heads));
+  w.set(key("attention.key_length"), Value::u32(c.head_dim));
+  w.set(key("attention.value_length"), Value::u32(c.head_dim));
+  w.set(key("attention.layer_norm_rms_epsilon"), Value::f32(c.rms_norm_eps));
+  w.set(key("rope.freq_base"), Value::f32(c.rope_theta));
+  w.set(key("rope.dimension_count"), Value::u32(c.head_dim));
+  w.set(key("vocab_size"), Value::u32(c.vocab_size));
 
   tok::write_spec(w, in.tok, tok::KeyGroup::Standard);
 
-  w.set("tern.activation_mode", Value::string(c.is_bitnet() ? "int8" : "float"));
-  w.set("tern.scale_rule", Value::string(in.absmean ? "absmean-per-tensor" : "per-row"));
+  w.set("tern.activation_mode", Value::string(c.int8_activations() ? "int8" : "float"));
+  w.set("tern.scale_rule", Value::string(scale_rule_name(in.rule)));
   tok::write_spec(w, in.tok, tok::KeyGroup::Tern);
   w.set("tern.source.dtype", Value::string(in.source_dtypes));
   for (const PlanTensor& pt : in.tensors)
@@ -133,7 +135,7 @@ PackReport pack_checkpoint(const PackOptions& o) {
 
   // Pass 1: the header holds every scale and tensor type, so all of them are
   // settled (and every tensor validated) before anything is written.
-  for (PlanTensor& t : in.tensors) analyze(t, in.ckpt.read_f32(*t.src), in.absmean, o.type);
+  for (PlanTensor& t : in.tensors) analyze(t, read_values(in, t), in.rule, o.type);
 
   set_metadata(w, in, o);
   for (const PlanTensor& t : in.tensors) w.add_tensor(t.name, t.type, t.dims);
@@ -141,11 +143,11 @@ PackReport pack_checkpoint(const PackOptions& o) {
 
   // Pass 2: convert and stream one tensor at a time.
   PackReport rep;
-  rep.activation_mode = in.cfg.is_bitnet() ? "int8" : "float";
+  rep.activation_mode = in.cfg.int8_activations() ? "int8" : "float";
   uint64_t tern_bytes = 0, tern_weights = 0;
   for (size_t i = 0; i < in.tensors.size(); ++i) {
     const PlanTensor& t = in.tensors[i];
-    std::vector<uint8_t> bytes = encode(t, in.ckpt.read_f32(*t.src), in.absmean);
+    std::vector<uint8_t> bytes = encode(t, read_values(in, t), in.rule);
     w.write_tensor(t.name, bytes);
     ++rep.n_tensors;
     if (t.role == Role::Ternary) {

@@ -37,9 +37,12 @@ struct Expect {
   uint32_t permute_heads = 0;
 };
 
-std::vector<Expect> expected_tensors(const LlamaConfig& c, bool with_output) {
+std::vector<Expect> expected_tensors(const HfConfig& c, bool with_output) {
+  const Family& fam = *c.family;
   const uint64_t H = c.hidden_size, F = c.intermediate_size, V = c.vocab_size;
   const uint64_t Q = c.q_rows(), KV = c.kv_rows();
+  // HF checkpoints rotate halves; a Pairs file gets llama.cpp's permutation.
+  const bool permute = fam.rope == RopeStyle::Pairs;
   std::vector<Expect> e;
   e.push_back({"model.embed_tokens.weight", "token_embd.weight", Role::Embedding, {V, H}});
   for (uint32_t l = 0; l < c.n_layers; ++l) {
@@ -47,19 +50,37 @@ std::vector<Expect> expected_tensors(const LlamaConfig& c, bool with_output) {
     const std::string g = "blk." + std::to_string(l) + ".";
     e.push_back({s + "input_layernorm.weight", g + "attn_norm.weight", Role::Norm, {H}});
     e.push_back({s + "self_attn.q_proj.weight", g + "attn_q.weight", Role::Ternary, {Q, H},
-                 c.n_heads});
+                 permute ? c.n_heads : 0});
     e.push_back({s + "self_attn.k_proj.weight", g + "attn_k.weight", Role::Ternary, {KV, H},
-                 c.n_kv_heads});
+                 permute ? c.n_kv_heads : 0});
     e.push_back({s + "self_attn.v_proj.weight", g + "attn_v.weight", Role::Ternary, {KV, H}});
+    if (fam.has_sub_norms())
+      e.push_back({s + std::string(fam.hf_attn_sub_norm), g + "attn_sub_norm.weight", Role::Norm, {Q}});
     e.push_back({s + "self_attn.o_proj.weight", g + "attn_output.weight", Role::Ternary, {H, Q}});
     e.push_back({s + "post_attention_layernorm.weight", g + "ffn_norm.weight", Role::Norm, {H}});
     e.push_back({s + "mlp.gate_proj.weight", g + "ffn_gate.weight", Role::Ternary, {F, H}});
     e.push_back({s + "mlp.up_proj.weight", g + "ffn_up.weight", Role::Ternary, {F, H}});
+    if (fam.has_sub_norms())
+      e.push_back({s + std::string(fam.hf_ffn_sub_norm), g + "ffn_sub_norm.weight", Role::Norm, {F}});
     e.push_back({s + "mlp.down_proj.weight", g + "ffn_down.weight", Role::Ternary, {H, F}});
   }
   e.push_back({"model.norm.weight", "output_norm.weight", Role::Norm, {H}});
   if (with_output) e.push_back({"lm_head.weight", "output.weight", Role::Embedding, {V, H}});
   return e;
+}
+
+// transformers' pack_weights: packed[p][k] holds, in bits 2i..2i+1, code
+// (trit + 1) of row i * P + p, P = rows / 4.
+constexpr uint64_t kPerByte = 4;
+
+// A packed linear's one scale, as the value T multiplies.
+float packed_scale(const Checkpoint& ckpt, const StTensor& s, ScaleConvention conv) {
+  const std::vector<float> v = ckpt.read_f32(s);
+  const float ws = v[0];
+  if (!std::isfinite(ws) || !(ws > 0))
+    throw file_error(s.file->path(), "tensor '" + s.name + "' is " + fmt_float(ws) +
+                                         ", not a positive scale");
+  return conv == ScaleConvention::Multiply ? ws : 1.0f / ws;
 }
 
 bool ends_with(const std::string& s, const std::string& suffix) {
@@ -81,8 +102,7 @@ PackInputs load_inputs(const PackOptions& o) {
   in.tok = tok::load_checkpoint_tokenizer(o.input_dir);
   in.ckpt = Checkpoint::open(o.input_dir);
   in.name = basename_of(o.input_dir);
-  in.absmean = in.cfg.is_bitnet() || o.force_ternarize;
-  const LlamaConfig& c = in.cfg;
+  const HfConfig& c = in.cfg;
 
   if (c.vocab_size < in.tok.tokens.size())
     throw file_error(o.input_dir + "/config.json",
@@ -107,16 +127,10 @@ PackInputs load_inputs(const PackOptions& o) {
   std::set<std::string> used;
   std::set<std::string> dtypes;
   const uint64_t block = gguf::traits(o.type).block_size;
+  size_t n_packed = 0, n_linear = 0;
   for (const Expect& e : expected_tensors(c, !in.tied)) {
     const StTensor* st_t = in.ckpt.find(e.src);
     if (!st_t) throw file_error(in.ckpt.label(), "missing tensor '" + e.src + "'");
-    if (!is_float_dtype(st_t->dtype))
-      throw file_error(st_t->file->path(),
-                       "tensor '" + e.src + "' has unsupported dtype " + st_t->dtype);
-    if (st_t->shape != e.shape)
-      throw file_error(st_t->file->path(), "tensor '" + e.src + "' has shape " +
-                                               st_t->shape_string() + ", expected " +
-                                               dims_string(e.shape) + " (from config.json)");
     PlanTensor t;
     t.src_name = e.src;
     t.name = e.name;
@@ -124,6 +138,35 @@ PackInputs load_inputs(const PackOptions& o) {
     t.src = st_t;
     t.rows = e.shape.size() == 2 ? e.shape[0] : 1;
     t.cols = e.shape.back();
+    const bool packed = e.role == Role::Ternary && st_t->dtype == "U8";
+    if (packed) {
+      const std::vector<uint64_t> want{t.rows / kPerByte, t.cols};
+      if (t.rows % kPerByte != 0 || st_t->shape != want)
+        throw file_error(st_t->file->path(), "tensor '" + e.src + "' has shape " +
+                                                 st_t->shape_string() + ", expected " +
+                                                 dims_string(want) + " (" +
+                                                 dims_string(e.shape) + " packed four rows per byte)");
+      const std::string scale_name = e.src + "_scale";
+      t.scale_src = in.ckpt.find(scale_name);
+      if (!t.scale_src)
+        throw file_error(in.ckpt.label(), "missing tensor '" + scale_name + "' (the scale of packed '" + e.src + "')");
+      if (!is_float_dtype(t.scale_src->dtype) || t.scale_src->n_elements() != 1)
+        throw file_error(t.scale_src->file->path(), "tensor '" + scale_name + "' has dtype " +
+                                                        t.scale_src->dtype + " and shape " +
+                                                        t.scale_src->shape_string() + ", expected one float");
+      t.packed_scale = packed_scale(in.ckpt, *t.scale_src, c.scale_convention);
+      used.insert(scale_name);
+      dtypes.insert(t.scale_src->dtype);
+    } else {
+      if (!is_float_dtype(st_t->dtype))
+        throw file_error(st_t->file->path(),
+                         "tensor '" + e.src + "' has unsupported dtype " + st_t->dtype);
+      if (st_t->shape != e.shape)
+        throw file_error(st_t->file->path(), "tensor '" + e.src + "' has shape " +
+                                                 st_t->shape_string() + ", expected " +
+                                                 dims_string(e.shape) + " (from config.json)");
+    }
+    if (e.role == Role::Ternary) ++n_linear, n_packed += packed;
     t.dims = e.shape.size() == 2 ? std::vector<uint64_t>{t.cols, t.rows}
                                  : std::vector<uint64_t>{t.cols};
     if (e.role == Role::Ternary && t.cols % block != 0)
@@ -136,18 +179,46 @@ PackInputs load_inputs(const PackOptions& o) {
     dtypes.insert(st_t->dtype);
     in.tensors.push_back(std::move(t));
   }
+  if (n_packed != 0 && n_packed != n_linear)
+    throw file_error(in.ckpt.label(), "mixes packed uint8 and float linear weights (" +
+                                          std::to_string(n_packed) + " of " +
+                                          std::to_string(n_linear) + " packed)");
+  in.rule = n_packed ? ScaleRule::Packed
+            : (c.is_bitnet() || c.family->latent_weights || o.force_ternarize) ? ScaleRule::Absmean
+                                                                                : ScaleRule::PerRow;
   if (c.tie_word_embeddings) used.insert("lm_head.weight");  // redundant copy some exports keep
   for (const auto& [name, st_t] : in.ckpt.tensors()) {
     // Old exports carry RoPE's inverse frequencies; they are derived from rope_theta.
     if (used.count(name) || ends_with(name, ".rotary_emb.inv_freq")) continue;
-    throw file_error(st_t->file->path(),
-                     "unexpected tensor '" + name + "' (not part of a Llama model of this config)");
+    throw file_error(st_t->file->path(), "unexpected tensor '" + name + "' (not part of a " +
+                                             c.architecture + " model of this config)");
   }
   for (const auto& d : dtypes) in.source_dtypes += (in.source_dtypes.empty() ? "" : ",") + d;
   return in;
 }
 
-void analyze(PlanTensor& t, const std::vector<float>& data, bool absmean, TensorType ternary_type) {
+const char* scale_rule_name(ScaleRule r) {
+  switch (r) {
+    case ScaleRule::PerRow: return "per-row";
+    case ScaleRule::Absmean: return "absmean-per-tensor";
+    case ScaleRule::Packed: return "packed-per-tensor";
+  }
+  return "?";
+}
+
+std::vector<float> read_values(const PackInputs& in, const PlanTensor& t) {
+  if (!t.scale_src) return in.ckpt.read_f32(*t.src);
+  const std::vector<uint8_t> bytes = in.ckpt.read_bytes(*t.src);
+  const uint64_t P = t.rows / kPerByte;
+  std::vector<float> v(t.rows * t.cols);
+  for (uint64_t i = 0; i < kPerByte; ++i)
+    for (uint64_t p = 0; p < P; ++p)
+      for (uint64_t k = 0; k < t.cols; ++k)
+        v[(i * P + p) * t.cols + k] = float(int((bytes[p * t.cols + k] >> (2 * i)) & 3) - 1);
+  return v;
+}
+
+void analyze(PlanTensor& t, const std::vector<float>& data, ScaleRule rule, TensorType ternary_type) {
   const std::string& path = t.src->file->path();
   if (t.role == Role::Norm) {
     t.type = TensorType::F32;
@@ -167,7 +238,14 @@ void analyze(PlanTensor& t, const std::vector<float>& data, bool absmean, Tensor
       throw file_error(path, "tensor '" + t.src_name + "' row " + std::to_string(i / t.cols) +
                                  " has a non-finite value");
   std::vector<float> src_scales;
-  if (absmean) {
+  if (rule == ScaleRule::Packed) {
+    for (uint64_t i = 0; i < data.size(); ++i)
+      if (data[i] > 1)
+        throw file_error(path, "tensor '" + t.src_name + "' row " + std::to_string(i / t.cols) +
+                                   " column " + std::to_string(i % t.cols) +
+                                   " holds 2-bit code 3, which is not a ternary value");
+    src_scales.push_back(t.packed_scale);
+  } else if (rule == ScaleRule::Absmean) {
     src_scales.push_back(absmean_scale(data.data(), data.size()));
   } else {
     for (uint64_t r = 0; r < t.rows; ++r) {
@@ -176,7 +254,10 @@ void analyze(PlanTensor& t, const std::vector<float>& data, bool absmean, Tensor
       if (!s)
         throw file_error(path, "tensor '" + t.src_name + "' row " + std::to_string(r) +
                                    " is not ternary (values " + fmt_float(a) + " and " +
-                                   fmt_float(b) + "; use --ternarize to quantize it)");
+                                   fmt_float(b) +
+                                   "): tern packs models trained ternary; making a float model "
+                                   "ternary is training, not packing (--ternarize forces absmean "
+                                   "quantization, which loses accuracy)");
       src_scales.push_back(*s);
     }
   }
@@ -199,15 +280,15 @@ void analyze(PlanTensor& t, const std::vector<float>& data, bool absmean, Tensor
   }
 }
 
-void row_trits(const PlanTensor& t, const std::vector<float>& data, bool absmean, uint64_t r,
+void row_trits(const PlanTensor& t, const std::vector<float>& data, ScaleRule rule, uint64_t r,
                int8_t* trits) {
   const uint64_t src = t.perm.empty() ? r : t.perm[r];
   const float* row = &data[src * t.cols];
-  if (absmean) absmean_trits(row, t.cols, t.scales[0], trits);
+  if (rule == ScaleRule::Absmean) absmean_trits(row, t.cols, t.scales[0], trits);
   else sign_trits(row, t.cols, trits);
 }
 
-std::vector<uint8_t> encode(const PlanTensor& t, const std::vector<float>& data, bool absmean) {
+std::vector<uint8_t> encode(const PlanTensor& t, const std::vector<float>& data, ScaleRule rule) {
   std::vector<uint8_t> out;
   if (t.type == TensorType::F32) {
     out.resize(data.size() * 4);
@@ -223,7 +304,7 @@ std::vector<uint8_t> encode(const PlanTensor& t, const std::vector<float>& data,
     out.resize(rb * t.rows);
     std::vector<int8_t> trits(t.cols);
     for (uint64_t r = 0; r < t.rows; ++r) {
-      row_trits(t, data, absmean, r, trits.data());
+      row_trits(t, data, rule, r, trits.data());
       pack_ternary_row(t.type, trits.data(), static_cast<int64_t>(t.cols),
                        f32_to_fp16(t.row_scale(r)), &out[r * rb]);
     }

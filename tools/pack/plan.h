@@ -16,11 +16,21 @@ namespace tern::pack {
 
 enum class Role { Ternary, Norm, Embedding };
 
+// Where a ternary tensor's trits and scale come from. PerRow: float weights
+// already ternary, W = s_r * T exactly (TriLM). Absmean: float latent
+// weights, T = clamp(round(W / s)), s = mean|W| per tensor (BitNet
+// training). Packed: uint8, four 2-bit codes per byte along the rows, and a
+// weight_scale tensor (transformers' bitnet quantization).
+enum class ScaleRule { PerRow, Absmean, Packed };
+const char* scale_rule_name(ScaleRule r);  // the tern.scale_rule value
+
 struct PlanTensor {
   std::string src_name;  // HF name
   std::string name;      // GGUF name
   Role role = Role::Norm;
   const StTensor* src = nullptr;
+  const StTensor* scale_src = nullptr;  // Packed: the weight_scale tensor
+  float packed_scale = 0;               // Packed: the scale T multiplies, from weight_scale
   uint64_t rows = 1, cols = 0;        // HF [rows, cols]; 1-D tensors have rows = 1
   std::vector<uint64_t> dims;         // GGUF dims: fastest first
   std::vector<uint32_t> perm;         // output row -> source row; empty = identity
@@ -33,31 +43,35 @@ struct PlanTensor {
 };
 
 struct PackInputs {
-  LlamaConfig cfg;
+  HfConfig cfg;
   tok::Spec tok;                    // padded to the config's vocab_size
   Checkpoint ckpt;
   std::vector<PlanTensor> tensors;  // output order
-  bool absmean = false;             // scale rule: absmean-per-tensor vs exact per-row
+  ScaleRule rule = ScaleRule::PerRow;
   bool tied = false;                // no output.weight
   std::string name;                 // general.name
   std::string source_dtypes;        // "BF16", or "BF16,F32" when mixed
 };
 
 // Checks the directory, reads config.json, the tokenizer and the
-// safetensors headers, maps and shape-checks every tensor. No tensor data
-// is read yet.
+// safetensors headers, maps and shape-checks every tensor. Of the tensor
+// data only packed weight_scale values are read.
 PackInputs load_inputs(const PackOptions& opts);
 
-// Reads the tensor's data once and settles its output type and scales;
-// throws for a non-ternary row (per-row rule) or a scale fp16 cannot hold.
-void analyze(PlanTensor& t, const std::vector<float>& data, bool absmean,
+// The tensor's values as float, source row order; a packed tensor comes
+// back unpacked to its codes minus one (-1, 0, +1, and 2 for code 3).
+std::vector<float> read_values(const PackInputs& in, const PlanTensor& t);
+
+// Settles the tensor's output type and scales from its values; throws for
+// a non-ternary row or a scale fp16 cannot hold.
+void analyze(PlanTensor& t, const std::vector<float>& data, ScaleRule rule,
              gguf::TensorType ternary_type);
 
 // Trits of output row `r` (permutation applied) of a ternary tensor.
-void row_trits(const PlanTensor& t, const std::vector<float>& data, bool absmean, uint64_t r,
+void row_trits(const PlanTensor& t, const std::vector<float>& data, ScaleRule rule, uint64_t r,
                int8_t* trits);
 
 // The tensor's GGUF bytes, after analyze().
-std::vector<uint8_t> encode(const PlanTensor& t, const std::vector<float>& data, bool absmean);
+std::vector<uint8_t> encode(const PlanTensor& t, const std::vector<float>& data, ScaleRule rule);
 
 }  // namespace tern::pack

@@ -258,6 +258,16 @@ const StTensor* Checkpoint::find(const std::string& name) const {
   return it == by_name_.end() ? nullptr : it->second;
 }
 
+void SafetensorsFile::read_bytes(const StTensor& t, uint8_t* out) const {
+  pread_all(out, t.nbytes, t.offset);
+}
+
+std::vector<uint8_t> Checkpoint::read_bytes(const StTensor& t) const {
+  std::vector<uint8_t> v(t.nbytes);
+  t.file->read_bytes(t, v.data());
+  return v;
+}
+
 std::vector<float> Checkpoint::read_f32(const StTensor& t) const {
   std::vector<float> v(t.n_elements());
   t.file->read_f32(t, v.data());

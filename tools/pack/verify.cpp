@@ -31,14 +31,14 @@ void check_scales(const gguf::File& f, const PlanTensor& t) {
 }
 
 void check_ternary(const gguf::File& f, const gguf::TensorInfo& info, const PlanTensor& t,
-                   const std::vector<float>& data, bool absmean) {
+                   const std::vector<float>& data, ScaleRule rule) {
   const uint64_t rb = gguf::row_bytes(t.type, t.cols);
   const int64_t K = static_cast<int64_t>(t.cols);
   std::vector<int8_t> want(t.cols), got(t.cols);
   std::vector<uint16_t> d(t.cols / QK);
   for (uint64_t r = 0; r < t.rows; ++r) {
     const uint8_t* row = info.data + r * rb;
-    row_trits(t, data, absmean, r, want.data());
+    row_trits(t, data, rule, r, want.data());
     unpack_ternary_row(t.type, row, K, got.data());
     for (uint64_t k = 0; k < t.cols; ++k)
       if (want[k] != got[k])
@@ -86,9 +86,9 @@ void verify_packed(const PackOptions& o) {
     if (got != want)
       throw file_error(f.path(), std::string(key) + " is '" + got + "', the source gives '" + want + "'");
   };
-  expect_string("general.architecture", "llama");
-  expect_string("tern.scale_rule", in.absmean ? "absmean-per-tensor" : "per-row");
-  expect_string("tern.activation_mode", in.cfg.is_bitnet() ? "int8" : "float");
+  expect_string("general.architecture", std::string(in.cfg.family->gguf_arch));
+  expect_string("tern.scale_rule", scale_rule_name(in.rule));
+  expect_string("tern.activation_mode", in.cfg.int8_activations() ? "int8" : "float");
   const uint64_t ftype = o.type == TensorType::TQ1_0 ? 36 : 37;
   if (f.get("general.file_type").as_uint("general.file_type") != ftype)
     throw file_error(f.path(), "general.file_type is not " + std::to_string(ftype));
@@ -108,13 +108,13 @@ void verify_packed(const PackOptions& o) {
     throw file_error(f.path(), "has " + std::to_string(f.tensors().size()) + " tensors, expected " +
                                    std::to_string(expected_count));
   for (PlanTensor& t : in.tensors) {
-    std::vector<float> data = in.ckpt.read_f32(*t.src);
-    analyze(t, data, in.absmean, o.type);
+    std::vector<float> data = read_values(in, t);
+    analyze(t, data, in.rule, o.type);
     const TensorType types[] = {t.type};
     const gguf::TensorInfo& info = f.tensor(t.name, types, t.dims);
     if (t.role == Role::Ternary) {
       check_scales(f, t);
-      check_ternary(f, info, t, data, in.absmean);
+      check_ternary(f, info, t, data, in.rule);
     } else {
       check_float(f, info, t, data);
     }

@@ -1,0 +1,53 @@
+#include "tern/family.h"
+
+#include <array>
+
+namespace tern {
+namespace {
+
+constexpr std::array kFamilies{
+    // Llama blocks: TriLM/Spectra (float weights, ternary per row), and the
+    // BitNet fine-tunes published as Llama checkpoints with
+    // quantization_config bitnet (Falcon3-1.58bit, Llama3-8B-1.58, Falcon-E).
+    Family{"Llama", "llama", "LlamaForCausalLM", "silu", FfnAct::SiLU, RopeStyle::Pairs, "", "",
+           false, false, ScaleConvention::Divide},
+    // 1bitLLM bitnet_b1_58 (large, 3B): FP16 latent weights, sub-norms.
+    // llama.cpp names the architecture `bitnet` and rotates halves.
+    Family{"BitNet b1.58 (1bitLLM)", "bitnet", "BitnetForCausalLM", "silu", FfnAct::SiLU,
+           RopeStyle::Halves, "self_attn.inner_attn_ln.weight", "mlp.ffn_layernorm.weight", true,
+           true, ScaleConvention::Divide},
+    // Microsoft's BitNet b1.58 2B-4T: sub-norms, squared ReLU, packed
+    // weights with a multiplying scale (or BF16 latent weights); bitnet.cpp
+    // names the architecture `bitnet-b1.58`.
+    Family{"BitNet b1.58 2B-4T", "bitnet-b1.58", "BitNetForCausalLM", "relu2", FfnAct::ReLU2,
+           RopeStyle::Halves, "self_attn.attn_sub_norm.weight", "mlp.ffn_sub_norm.weight", true,
+           true, ScaleConvention::Multiply},
+};
+
+std::string join(std::string_view Family::*field) {
+  std::string s;
+  for (const Family& f : kFamilies) s += (s.empty() ? "" : ", ") + std::string(f.*field);
+  return s;
+}
+
+}  // namespace
+
+std::span<const Family> families() { return kFamilies; }
+
+const Family* family_by_gguf_arch(std::string_view arch) {
+  for (const Family& f : kFamilies)
+    if (f.gguf_arch == arch) return &f;
+  return nullptr;
+}
+
+const Family* family_by_hf_arch(std::string_view arch) {
+  for (const Family& f : kFamilies)
+    if (f.hf_arch == arch) return &f;
+  if (arch == "llama") return &kFamilies[0];  // model_type of exports without architectures
+  return nullptr;
+}
+
+std::string supported_hf_archs() { return join(&Family::hf_arch); }
+std::string supported_gguf_archs() { return join(&Family::gguf_arch); }
+
+}  // namespace tern
