@@ -27,12 +27,15 @@ enum class TensorType : uint32_t {
   Q8_1 = 9, Q2_K = 10, Q3_K = 11, Q4_K = 12, Q5_K = 13, Q6_K = 14, Q8_K = 15,
   I8 = 24, I16 = 25, I32 = 26, I64 = 27, F64 = 28, BF16 = 30,
   TQ1_0 = 34, TQ2_0 = 35,
+  I2_S = 36,                 // bitnet.cpp (its fork's id; upstream ggml retired 36)
+  IQ1_BN = 134, IQ2_BN = 135,  // ik_llama.cpp
 };
 
 struct TypeTraits {
   const char* name;
   uint32_t block_size;  // elements per block
   uint32_t type_size;   // bytes per block
+  uint32_t tensor_tail = 0;  // bytes after the blocks, once per tensor (I2_S: its scale)
 };
 // Throws tern::Error for an id it does not know.
 const TypeTraits& traits(TensorType t);

@@ -69,4 +69,10 @@ int64_t ternary_row_bytes(gguf::TensorType t, int64_t K);
 // Loaders use it to reject such rows so that all kernels agree on them.
 int64_t find_invalid_tq2_code(const uint8_t* in, int64_t K);
 
+// One row of bitnet.cpp's I2_S (K a multiple of 128; row r of a tensor
+// starts at byte r * K / 4): codes 0, 1, 2 are -1, 0, +1. Returns the column
+// of the first code 3, which is no trit (bitnet.cpp's dequantizer and its
+// dot kernel disagree on it), or -1 when the row is valid.
+int64_t unpack_i2s_row(const uint8_t* in, int64_t K, int8_t* trits);
+
 }  // namespace tern

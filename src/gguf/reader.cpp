@@ -197,7 +197,8 @@ void File::parse_all() {
       c.fail(tname + " row length " + std::to_string(t.dims[0]) + " is not a multiple of the " +
              tr.name + " block size " + std::to_string(tr.block_size));
     const uint64_t rows = n / t.dims[0];
-    if (__builtin_mul_overflow(row_bytes(t.type, t.dims[0]), rows, &t.nbytes))
+    if (__builtin_mul_overflow(row_bytes(t.type, t.dims[0]), rows, &t.nbytes) ||
+        __builtin_add_overflow(t.nbytes, uint64_t{tr.tensor_tail}, &t.nbytes))
       c.fail(tname + " shape " + shape_of(t.dims) + " is too large");
     t.offset = c.read<uint64_t>();
     if (t.offset % alignment_ != 0)

@@ -17,7 +17,11 @@ struct Entry {
 // block_size / type_size follow the ggml block structs, e.g. block_q4_0 is a
 // fp16 scale plus 16 bytes of nibbles = 18 bytes per 32 weights, block_tq1_0
 // is 48 base-3 packed bytes + 4 bytes + fp16 scale = 54 per 256.
-constexpr std::array<Entry, 22> kTypes{{
+// I2_S is bitnet.cpp's: 128 weights in 32 bytes (element j of a block in
+// byte j % 32, bits 6 - 2 * (j / 32)), blocks laid row after row, then 32
+// bytes whose first four hold the tensor's f32 scale. ggml's own traits for
+// it (1 x 1 byte) describe no real layout, so tern states the true one.
+constexpr std::array<Entry, 25> kTypes{{
     {0, {"F32", 1, 4}},        {1, {"F16", 1, 2}},        {2, {"Q4_0", 32, 18}},
     {3, {"Q4_1", 32, 20}},     {6, {"Q5_0", 32, 22}},     {7, {"Q5_1", 32, 24}},
     {8, {"Q8_0", 32, 34}},     {9, {"Q8_1", 32, 36}},     {10, {"Q2_K", 256, 84}},
@@ -25,7 +29,8 @@ constexpr std::array<Entry, 22> kTypes{{
     {14, {"Q6_K", 256, 210}},  {15, {"Q8_K", 256, 292}},  {24, {"I8", 1, 1}},
     {25, {"I16", 1, 2}},       {26, {"I32", 1, 4}},       {27, {"I64", 1, 8}},
     {28, {"F64", 1, 8}},       {30, {"BF16", 1, 2}},      {34, {"TQ1_0", 256, 54}},
-    {35, {"TQ2_0", 256, 66}},
+    {35, {"TQ2_0", 256, 66}},  {36, {"I2_S", 128, 32, 32}}, {134, {"IQ1_BN", 64, 13}},
+    {135, {"IQ2_BN", 64, 16}},
 }};
 
 const TypeTraits* lookup(uint32_t id) {

@@ -116,7 +116,8 @@ void Writer::add_tensor(std::string name, TensorType type, std::vector<uint64_t>
                                 " is not a multiple of the " + tr.name + " block size " +
                                 std::to_string(tr.block_size));
   uint64_t nbytes;
-  if (__builtin_mul_overflow(row_bytes(type, dims[0]), n / dims[0], &nbytes))
+  if (__builtin_mul_overflow(row_bytes(type, dims[0]), n / dims[0], &nbytes) ||
+      __builtin_add_overflow(nbytes, uint64_t{tr.tensor_tail}, &nbytes))
     throw file_error(path_, "tensor '" + name + "' is too large");
   const uint64_t offset =
       tensors_.empty() ? 0 : align_up(tensors_.back().offset + tensors_.back().nbytes, alignment_);

@@ -4,6 +4,7 @@
 #include "tern/model.h"
 
 #include <array>
+#include <cmath>
 #include <cstring>
 
 #include "tern/error.h"
@@ -16,7 +17,7 @@ using gguf::TensorType;
 
 constexpr std::array kFloatTypes{TensorType::F32, TensorType::F16, TensorType::BF16};
 constexpr std::array kF32{TensorType::F32};
-constexpr std::array kTernaryTypes{TensorType::TQ2_0, TensorType::TQ1_0};
+constexpr std::array kTernaryTypes{TensorType::TQ2_0, TensorType::TQ1_0, TensorType::I2_S};
 
 int hparam(const gguf::File& f, const std::string& key, int lo, int hi) {
   const uint64_t v = f.get(key).as_uint(key);
@@ -140,9 +141,43 @@ std::vector<float> row_scales(const gguf::File& f, const std::string& name,
   return scales;
 }
 
+// bitnet.cpp's I2_S becomes TQ2_0 at load: the same trits, the tensor's
+// f32 scale as every row's exact scale. Lossless, and every kernel runs it.
+Linear load_i2s(const gguf::File& f, const std::string& name, const gguf::TensorInfo& t,
+                int64_t rows, int64_t cols) {
+  if (cols % QK != 0)
+    throw file_error(f.path(), "tensor '" + name + "' (I2_S) has rows of " + std::to_string(cols) +
+                                   " weights; tern needs a multiple of " + std::to_string(QK));
+  float scale;
+  std::memcpy(&scale, t.data + rows * cols / 4, sizeof scale);
+  if (!std::isfinite(scale) || scale < 0)
+    throw file_error(f.path(), "tensor '" + name + "' has I2_S scale " + std::to_string(scale));
+  Linear l;
+  const int64_t rb = ternary_row_bytes(TensorType::TQ2_0, cols);
+  l.converted.resize(size_t(rows * rb));
+  std::vector<int8_t> trits(static_cast<size_t>(cols));
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t bad = unpack_i2s_row(t.data + r * cols / 4, cols, trits.data());
+    if (bad >= 0)
+      throw file_error(f.path(), "tensor '" + name + "' row " + std::to_string(r) + " column " +
+                                     std::to_string(bad) +
+                                     " holds I2_S code 3, which is not a ternary value");
+    pack_tq2_row(trits.data(), cols, f32_to_fp16(scale),
+                 reinterpret_cast<BlockTQ2*>(l.converted.data() + r * rb));
+  }
+  l.scales.assign(size_t(rows), scale);
+  l.w = TernaryMatrix{TensorType::TQ2_0, rows, cols, l.converted.data(), l.scales.data(), nullptr};
+  return l;
+}
+
 Linear load_linear(const gguf::File& f, const std::string& name, int64_t rows, int64_t cols) {
   const std::array<uint64_t, 2> dims{uint64_t(cols), uint64_t(rows)};
+  if (const gguf::TensorInfo* t = f.find_tensor(name);
+      t && (t->type == TensorType::IQ1_BN || t->type == TensorType::IQ2_BN))
+    throw file_error(f.path(), "tensor '" + name + "' is ik_llama.cpp's " + gguf::traits(t->type).name +
+                                   ", which tern does not read (TQ1_0, TQ2_0 and I2_S are ternary types it runs)");
   const gguf::TensorInfo& t = f.tensor(name, kTernaryTypes, dims);
+  if (t.type == TensorType::I2_S) return load_i2s(f, name, t, rows, cols);
   Linear l;
   l.w = TernaryMatrix{t.type, rows, cols, t.data, nullptr, nullptr};
   l.scales = row_scales(f, name, l.w);

@@ -190,4 +190,15 @@ int64_t find_invalid_tq2_code(const uint8_t* in, int64_t K) {
   return -1;
 }
 
+int64_t unpack_i2s_row(const uint8_t* in, int64_t K, int8_t* trits) {
+  int64_t bad = -1;
+  for (int64_t b = 0; b < K / 128; ++b)
+    for (int j = 0; j < 128; ++j) {
+      const int code = (in[32 * b + j % 32] >> (6 - 2 * (j / 32))) & 3;
+      if (code == 3 && bad < 0) bad = 128 * b + j;
+      trits[128 * b + j] = int8_t(code - 1);
+    }
+  return bad;
+}
+
 }  // namespace tern

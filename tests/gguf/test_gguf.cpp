@@ -21,6 +21,10 @@ TEST(TypeTraits, MatchGgmlBlockGeometry) {
       {TensorType::I16, "I16", 1, 2},        {TensorType::I32, "I32", 1, 4},
       {TensorType::I64, "I64", 1, 8},        {TensorType::F64, "F64", 1, 8},
       {TensorType::TQ1_0, "TQ1_0", 256, 54}, {TensorType::TQ2_0, "TQ2_0", 256, 66},
+      // Foreign ternary types: bitnet.cpp's I2_S (true geometry, plus a
+      // 32-byte tail per tensor) and ik_llama.cpp's BitNet types.
+      {TensorType::I2_S, "I2_S", 128, 32},   {TensorType::IQ1_BN, "IQ1_BN", 64, 13},
+      {TensorType::IQ2_BN, "IQ2_BN", 64, 16},
   };
   for (const auto& r : rows) {
     EXPECT_STREQ(traits(r.t).name, r.name);
@@ -28,7 +32,9 @@ TEST(TypeTraits, MatchGgmlBlockGeometry) {
     EXPECT_EQ(traits(r.t).type_size, r.size) << r.name;
     EXPECT_TRUE(known_type(static_cast<uint32_t>(r.t)));
   }
-  for (uint32_t id : {4u, 5u, 16u, 29u, 31u, 33u, 36u, 1000u}) EXPECT_FALSE(known_type(id)) << id;
+  EXPECT_EQ(traits(TensorType::I2_S).tensor_tail, 32u);
+  EXPECT_EQ(traits(TensorType::TQ2_0).tensor_tail, 0u);
+  for (uint32_t id : {4u, 5u, 16u, 29u, 31u, 33u, 37u, 133u, 1000u}) EXPECT_FALSE(known_type(id)) << id;
   EXPECT_THROW(traits(static_cast<TensorType>(4)), tern::Error);
 }
 
