@@ -78,6 +78,30 @@ TEST(PackHfConfig, Errors) {
   EXPECT_NE(msg.find("rope_scaling"), std::string::npos) << msg;
   msg = error_of([&] { load_config(config_with(dir, R"(,"quantization_config":{"quant_method":"gptq"})")); });
   EXPECT_NE(msg.find("quant_method 'gptq' is not supported"), std::string::npos) << msg;
+  msg = error_of([&] {
+    load_config(config_with(dir, R"(,"quantization_config":{"quant_method":"bitnet","use_rms_norm":true})"));
+  });
+  EXPECT_NE(msg.find("use_rms_norm (an RMSNorm inside every linear) is not supported"), std::string::npos) << msg;
+  msg = error_of([&] {
+    load_config(config_with(dir, R"(,"quantization_config":{"quant_method":"bitnet","linear_class":"foo"})"));
+  });
+  EXPECT_NE(msg.find("linear_class 'foo' is not supported"), std::string::npos) << msg;
+  msg = error_of([&] { load_config(config_with(dir, R"(,"hidden_act":"gelu")")); });
+  EXPECT_NE(msg.find("hidden_act \"gelu\" is not supported (LlamaForCausalLM uses silu)"), std::string::npos) << msg;
+}
+
+// The family comes from architectures[0]; the weight_scale convention from
+// linear_class, else the family's default.
+TEST(PackHfConfig, FamilyAndScaleConvention) {
+  auto dir = test_dir();
+  HfConfig c = load_config(config_with(dir, R"(,"quantization_config":{"quant_method":"bitnet"})"));
+  EXPECT_EQ(c.family->gguf_arch, "llama");
+  EXPECT_EQ(c.scale_convention, tern::ScaleConvention::Divide);
+  EXPECT_TRUE(c.int8_activations());
+  c = load_config(config_with(dir, R"(,"quantization_config":{"quant_method":"bitnet","linear_class":"autobitlinear"})"));
+  EXPECT_EQ(c.scale_convention, tern::ScaleConvention::Multiply);
+  c = load_config(config_with(dir, ""));
+  EXPECT_FALSE(c.int8_activations());  // TriLM: float activations
 }
 
 TEST(PackTernarize, AbsmeanRoundsHalfToEven) {

@@ -22,7 +22,11 @@ void run_info(const std::string& path) {
               double(f.file_size()) / (1 << 20));
   if (const gguf::Value* v = f.find("general.name"))
     std::printf("name:            %s\n", v->as_string("general.name").c_str());
-  std::printf("architecture:    llama\n");
+  std::printf("architecture:    %s (family: %s; %s, RoPE on %s%s)\n",
+              std::string(c.family->gguf_arch).c_str(), std::string(c.family->name).c_str(),
+              c.ffn_act == FfnAct::SiLU ? "SwiGLU" : "relu2 GLU",
+              c.rope == RopeStyle::Pairs ? "adjacent pairs" : "halves",
+              c.sub_norms ? ", sub-norms" : "");
   std::printf("dim %d, ffn %d, layers %d, heads %d, kv heads %d, head dim %d\n", c.dim,
               c.hidden_dim, c.n_layers, c.n_heads, c.n_kv_heads, c.head_dim);
   std::printf("vocab %d, context %d, rope theta %g, norm eps %g, output %s\n", c.vocab_size,
@@ -46,7 +50,7 @@ void run_info(const std::string& path) {
                 t.shape_string().c_str(), static_cast<unsigned long long>(t.nbytes));
     all_w += t.n_elements();
     all_b += t.nbytes;
-    if (is_ternary_type(t.type)) {
+    if (is_ternary_type(t.type) || t.type == gguf::TensorType::I2_S) {
       tern_w += t.n_elements();
       tern_b += t.nbytes;
     }
@@ -54,9 +58,14 @@ void run_info(const std::string& path) {
   std::printf("\n%llu tensors, %.2f M weights, %.3f bits/weight overall\n",
               static_cast<unsigned long long>(f.tensors().size()), double(all_w) / 1e6,
               8.0 * double(all_b) / double(all_w));
-  if (tern_w)
-    std::printf("ternary: %.2f M weights in %s, %.4f bits/weight\n", double(tern_w) / 1e6,
-                gguf::traits(c.weight_type).name, 8.0 * double(tern_b) / double(tern_w));
+  if (tern_w) {
+    const gguf::TensorType stored = f.tensor("blk.0.attn_q.weight", {}, {}).type;
+    std::printf("ternary: %.2f M weights in %s, %.4f bits/weight%s\n", double(tern_w) / 1e6,
+                gguf::traits(stored).name, 8.0 * double(tern_b) / double(tern_w),
+                stored == c.weight_type ? ""
+                                        : (std::string(", repacked to ") +
+                                           gguf::traits(c.weight_type).name + " at load").c_str());
+  }
   const CpuFeatures& cpu = cpu_features();
   std::printf("\ncpu:             %s\n", cpu.brand.c_str());
   std::printf("cpu features:    %s\n", cpu.summary().c_str());

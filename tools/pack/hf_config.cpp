@@ -143,6 +143,8 @@ HfConfig load_config(const std::string& path) {
       else if (lc == "autobitlinear") c.scale_convention = ScaleConvention::Multiply;
       else throw r.bad("quantization_config.linear_class '" + lc + "' is not supported");
     }
+    if (q.contains("use_rms_norm") && q["use_rms_norm"] == true)
+      throw r.bad("quantization_config.use_rms_norm (an RMSNorm inside every linear) is not supported");
   }
   return c;
 }

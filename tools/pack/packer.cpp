@@ -1,22 +1,25 @@
-// Packer: HF Llama checkpoint -> GGUF. Every key the packer writes:
+// Packer: HF checkpoint of a family (tern/family.h) -> GGUF. ARCH below is
+// the family's GGUF architecture: llama, bitnet (1bitLLM, as llama.cpp names
+// it) or bitnet-b1.58 (BitNet 2B-4T, as bitnet.cpp names it). Every key the
+// packer writes:
 //
-// llama.cpp keys (the file loads in llama.cpp as a `llama` model):
-//   general.architecture                  string  "llama"
+// Standard keys (llama.cpp / bitnet.cpp read them for that architecture):
+//   general.architecture                  string  ARCH
 //   general.name                          string  basename of the input directory
 //   general.file_type                     u32     36 (LLAMA_FTYPE_MOSTLY_TQ1_0) or 37 (TQ2_0)
 //   general.quantization_version          u32     2
-//   llama.context_length                  u32     max_position_embeddings
-//   llama.embedding_length                u32     hidden_size
-//   llama.block_count                     u32     num_hidden_layers
-//   llama.feed_forward_length             u32     intermediate_size
-//   llama.attention.head_count            u32     num_attention_heads
-//   llama.attention.head_count_kv         u32     num_key_value_heads
-//   llama.attention.key_length            u32     head_dim
-//   llama.attention.value_length          u32     head_dim
-//   llama.attention.layer_norm_rms_epsilon f32    rms_norm_eps
-//   llama.rope.freq_base                  f32     rope_theta
-//   llama.rope.dimension_count            u32     head_dim
-//   llama.vocab_size                      u32     vocab_size (== token count == embedding rows)
+//   ARCH.context_length                   u32     max_position_embeddings
+//   ARCH.embedding_length                 u32     hidden_size
+//   ARCH.block_count                      u32     num_hidden_layers
+//   ARCH.feed_forward_length              u32     intermediate_size
+//   ARCH.attention.head_count             u32     num_attention_heads
+//   ARCH.attention.head_count_kv          u32     num_key_value_heads
+//   ARCH.attention.key_length             u32     head_dim
+//   ARCH.attention.value_length           u32     head_dim
+//   ARCH.attention.layer_norm_rms_epsilon f32     rms_norm_eps
+//   ARCH.rope.freq_base                   f32     rope_theta
+//   ARCH.rope.dimension_count             u32     head_dim
+//   ARCH.vocab_size                       u32     vocab_size (== token count == embedding rows)
 //   tokenizer.ggml.*, tokenizer.chat_template: the checkpoint's tokenizer as
 //                                         llama.cpp's converter writes it (model "llama" for
 //                                         SentencePiece and SentencePiece-style BPE, "gpt2" for
@@ -30,7 +33,9 @@
 //                                      training); "float": activations stay float
 //   tern.scale_rule            string  "absmean-per-tensor": W ~ s * T, s = max(mean|W|,
 //                                      1e-5), T = clamp(round(W/s)); "per-row": the
-//                                      checkpoint was already ternary, W = s_r * T exactly
+//                                      checkpoint was already ternary, W = s_r * T exactly;
+//                                      "packed-per-tensor": uint8-packed trits with a
+//                                      weight_scale, s = weight_scale or 1/weight_scale
 //   tern.scale.<tensor>        f32[]   exact f32 scale(s) of each ternary tensor: 1 value
 //                                      (absmean-per-tensor) or one per row (per-row), rows
 //                                      in the file's (permuted, for q/k) order. Every TQ
@@ -45,11 +50,13 @@
 //                                      "BF16,F32"
 //
 // Tensors (GGUF dims are the safetensors shape reversed): token_embd.weight,
-// then per layer blk.N.{attn_norm, attn_q, attn_k, attn_v, attn_output, ffn_norm,
-// ffn_gate, ffn_up, ffn_down}.weight, then output_norm.weight and output.weight
-// (absent when tied). The seven linears are TQ2_0/TQ1_0; attn_q and attn_k rows
-// are permuted as llama.cpp's converter does (HF rotate_half -> interleaved
-// pairs). Norms are F32. Embedding/output: F32 from F32, F16 from F16, and
+// then per layer blk.N.{attn_norm, attn_q, attn_k, attn_v, [attn_sub_norm],
+// attn_output, ffn_norm, ffn_gate, ffn_up, [ffn_sub_norm], ffn_down}.weight
+// (sub-norms for the bitnet families), then output_norm.weight and
+// output.weight (absent when tied). The seven linears are TQ2_0/TQ1_0; for
+// `llama` the attn_q and attn_k rows are permuted as llama.cpp's converter
+// does (HF rotate_half -> interleaved pairs), the bitnet architectures keep
+// HF's order as llama.cpp and bitnet.cpp expect. Norms are F32. Embedding/output: F32 from F32, F16 from F16, and
 // from BF16 F16 when every value converts exactly, else BF16 - always lossless.
 #include <sys/stat.h>
 

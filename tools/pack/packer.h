@@ -1,6 +1,7 @@
-// Hugging Face Llama checkpoint (safetensors + config.json + tokenizer.model)
-// -> GGUF with ternary TQ2_0 / TQ1_0 linears that llama.cpp loads as a
-// `llama` model and tern runs bit-exactly. See packer.cpp for every key.
+// Hugging Face checkpoint of a ternary family (safetensors + config.json +
+// tokenizer) -> GGUF with TQ2_0 / TQ1_0 linears, in the architecture and
+// conventions llama.cpp (llama, bitnet) or bitnet.cpp (bitnet-b1.58) use for
+// that family. See packer.cpp for every key.
 #pragma once
 #include <cstdint>
 #include <functional>
