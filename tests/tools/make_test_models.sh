@@ -24,3 +24,11 @@ done
 /usr/bin/python3 "$here/make_tiny_checkpoint.py" "$out/bpe/hf" --mode bitnet --dtype f16 --layers 1 --seed 11 \
   --tokenizer-dir "$here/../data/tokenizers/llama3"
 "$tern" pack "$out/bpe/hf" -o "$out/bpe/tq2_0.gguf" >/dev/null
+# One tiny checkpoint per published ternary family, in its own Hugging Face
+# layout (tests/model/test_families.cpp checks each against
+# tests/tools/families/reference.py).
+for fam in bitnet-2b4t bitnet-2b4t-bf16 falcon3 llama3-1.58 1bitllm trilm; do
+  /usr/bin/python3 "$here/families/make_family_checkpoint.py" "$out/family-$fam/hf" --family "$fam" --seed 3
+  "$tern" pack "$out/family-$fam/hf" -o "$out/family-$fam/tq2_0.gguf" --type tq2_0 --verify >/dev/null
+  "$tern" pack "$out/family-$fam/hf" -o "$out/family-$fam/tq1_0.gguf" --type tq1_0 --verify >/dev/null
+done

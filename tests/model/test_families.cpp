@@ -1,0 +1,287 @@
+// Every published ternary family, run by tern exactly as its reference
+// computes it. The make_test_models fixture writes one tiny checkpoint per
+// family in that family's own Hugging Face layout
+// (tests/tools/families/make_family_checkpoint.py) and packs it to TQ2_0 and
+// TQ1_0; tests/tools/families/reference.py is an independent numpy forward
+// written from the families' modeling code. Checked: logits of a fixed
+// sequence, greedy continuation through tern's incremental (KV cache)
+// decode, and perplexity of a text sampled from the reference. The
+// sensitivity tests show that each family feature the comparison relies on
+// (activation function, int8 activations, sub-norms, the packed scale's
+// direction) moves that perplexity far more than the tolerance.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "support/test_env.h"
+#include "tern/model.h"
+
+namespace fs = std::filesystem;
+using tern::test::quote;
+
+namespace {
+
+struct FamilyCase {
+  const char* name;       // make_family_checkpoint.py --family
+  const char* gguf_arch;  // what tern must load it as
+  tern::ActMode act;
+  std::vector<const char*> mutations;  // reference.py --mutate variants relevant to it
+};
+
+const std::vector<FamilyCase>& cases() {
+  static const std::vector<FamilyCase> c{
+      {"bitnet-2b4t", "bitnet-b1.58", tern::ActMode::Int8,
+       {"silu-for-relu2", "float-activations", "no-sub-norms", "invert-scale"}},
+      {"bitnet-2b4t-bf16", "bitnet-b1.58", tern::ActMode::Int8,
+       {"silu-for-relu2", "float-activations", "no-sub-norms"}},
+      {"falcon3", "llama", tern::ActMode::Int8,
+       {"relu2-for-silu", "float-activations", "invert-scale"}},
+      {"llama3-1.58", "llama", tern::ActMode::Int8,
+       {"relu2-for-silu", "float-activations", "invert-scale"}},
+      {"1bitllm", "bitnet", tern::ActMode::Int8,
+       {"relu2-for-silu", "float-activations", "no-sub-norms"}},
+      {"trilm", "llama", tern::ActMode::Float, {"relu2-for-silu"}},
+  };
+  return c;
+}
+
+const FamilyCase& find_case(const std::string& name) {
+  for (const auto& c : cases())
+    if (name == c.name) return c;
+  throw std::runtime_error("no family " + name);
+}
+
+// All ids below 512, the tiny tokenizer's vocabulary.
+const std::vector<int32_t> kTokens{1, 17, 250, 3, 99, 400, 7, 7, 12, 300, 45, 2, 64, 128, 511, 200};
+const std::vector<int32_t> kPrompt{1, 17, 250, 3};
+constexpr int kGreedy = 24;
+constexpr int kSampleSeed = 1;
+constexpr int kSampled = 64;  // tokens, the prompt "1" included
+
+fs::path family_dir(const std::string& family) {
+  return tern::test::test_models() / ("family-" + family);
+}
+std::string checkpoint(const std::string& family) { return (family_dir(family) / "hf").string(); }
+std::string gguf_path(const std::string& family, const std::string& type) {
+  return (family_dir(family) / (type + ".gguf")).string();
+}
+
+std::string csv(const std::vector<int32_t>& ids) {
+  std::string s;
+  for (int32_t t : ids) {
+    if (!s.empty()) s += ',';
+    s += std::to_string(t);
+  }
+  return s;
+}
+
+// Runs reference.py on a checkpoint; `args` after the command.
+void reference(const std::string& ckpt, const std::string& args, const std::string& tag,
+               const fs::path& dir) {
+  const auto r = tern::test::run(tern::test::python() + " " +
+                                     quote(tern::test::source("tests/tools/families/reference.py")) +
+                                     " " + quote(ckpt) + " " + args,
+                                 tag, dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+}
+
+std::vector<float> reference_logits(const std::string& ckpt, const std::vector<int32_t>& ids,
+                                    const fs::path& dir, const std::string& mutate = "") {
+  const std::string tag = "logits" + (mutate.empty() ? "" : "-" + mutate);
+  const std::string out = (dir / (tag + ".bin")).string();
+  reference(ckpt,
+            "logits " + csv(ids) + " " + quote(out) + (mutate.empty() ? "" : " --mutate " + mutate),
+            tag, dir);
+  std::ifstream in(out, std::ios::binary | std::ios::ate);
+  if (!in) return {};
+  std::vector<float> logits(size_t(in.tellg()) / sizeof(float));
+  in.seekg(0);
+  in.read(reinterpret_cast<char*>(logits.data()), std::streamsize(logits.size() * sizeof(float)));
+  return logits;
+}
+
+std::vector<int32_t> reference_ids(const std::string& ckpt, const std::string& args,
+                                   const std::string& tag, const fs::path& dir) {
+  const std::string out = (dir / (tag + ".txt")).string();
+  reference(ckpt, args + " " + quote(out), tag, dir);
+  std::ifstream in(out);
+  std::vector<int32_t> ids;
+  std::string tok;
+  while (std::getline(in, tok, ',')) ids.push_back(std::stoi(tok));
+  return ids;
+}
+
+// A text of kSampled tokens drawn at temperature 1 from the reference model.
+std::vector<int32_t> sampled_text(const std::string& ckpt, const fs::path& dir) {
+  return reference_ids(ckpt,
+                       "sample --seed " + std::to_string(kSampleSeed) + " --n " +
+                           std::to_string(kSampled - 1) + " --prompt 1",
+                       "sample", dir);
+}
+
+// exp(mean NLL of ids[1..]) from logits [n][vocab], in double.
+double perplexity(const std::vector<float>& logits, const std::vector<int32_t>& ids, size_t vocab) {
+  double nll = 0;
+  for (size_t i = 1; i < ids.size(); ++i) {
+    const float* z = &logits[(i - 1) * vocab];
+    const double mx = *std::max_element(z, z + vocab);
+    double sum = 0;
+    for (size_t v = 0; v < vocab; ++v) sum += std::exp(double(z[v]) - mx);
+    nll -= double(z[ids[i]]) - mx - std::log(sum);
+  }
+  return std::exp(nll / double(ids.size() - 1));
+}
+
+double rel_error(const std::vector<float>& a, const std::vector<float>& b) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    num = std::max(num, std::fabs(double(a[i]) - b[i]));
+    den = std::max(den, std::fabs(double(b[i])));
+  }
+  return num / den;
+}
+
+size_t vocab_of(const std::string& ckpt) {
+  std::ifstream in(ckpt + "/config.json");
+  std::string s((std::istreambuf_iterator<char>(in)), {});
+  const auto p = s.find("\"vocab_size\"");
+  return p == std::string::npos ? 0 : std::stoul(s.substr(s.find(':', p) + 1));
+}
+
+using Param = std::tuple<std::string, std::string>;  // family, tq2_0 | tq1_0
+
+class Families : public ::testing::TestWithParam<Param> {
+ protected:
+  std::string family() const { return std::get<0>(GetParam()); }
+  std::string file() const { return gguf_path(family(), std::get<1>(GetParam())); }
+};
+
+TEST_P(Families, LoadsAsItsFamily) {
+  const FamilyCase& c = find_case(family());
+  auto m = tern::Model::load(file());
+  ASSERT_NE(m->config().family, nullptr);
+  EXPECT_EQ(m->config().family->gguf_arch, c.gguf_arch);
+  EXPECT_EQ(m->config().act_mode, c.act);
+  EXPECT_EQ(size_t(m->config().vocab_size), vocab_of(checkpoint(family())));
+}
+
+TEST_P(Families, LogitsMatchReference) {
+  const fs::path dir = tern::test::test_dir();
+  const auto ref = reference_logits(checkpoint(family()), kTokens, dir);
+  auto m = tern::Model::load(file());
+  const auto s = m->forward(kTokens, 0, true);
+  const std::vector<float> got(s.begin(), s.end());
+  ASSERT_EQ(got.size(), ref.size());
+  const double err = rel_error(got, ref);
+  std::printf("[measure] %s %s logits max|diff|/max|ref| = %.3g\n", family().c_str(),
+              std::get<1>(GetParam()).c_str(), err);
+  EXPECT_LT(err, 1e-4);
+}
+
+// tern decodes one token at a time through its KV cache, choosing the argmax.
+TEST_P(Families, GreedyIncrementalDecodeMatchesReference) {
+  const fs::path dir = tern::test::test_dir();
+  const auto want = reference_ids(checkpoint(family()),
+                                  "greedy --n " + std::to_string(kGreedy) + " --prompt " + csv(kPrompt),
+                                  "greedy", dir);
+  ASSERT_EQ(want.size(), kPrompt.size() + kGreedy);
+  auto m = tern::Model::load(file());
+  const size_t V = size_t(m->config().vocab_size);
+  std::vector<int32_t> ids = kPrompt;
+  std::span<const float> last;
+  for (size_t i = 0; i < kPrompt.size(); ++i) last = m->forward({&ids[i], 1}, int(i), false);
+  while (ids.size() < want.size()) {
+    ASSERT_EQ(last.size(), V);
+    const int32_t next = int32_t(std::max_element(last.begin(), last.end()) - last.begin());
+    ids.push_back(next);
+    last = m->forward({&ids.back(), 1}, int(ids.size() - 1), false);
+  }
+  EXPECT_EQ(ids, want);
+}
+
+// For the int8 families the 0.1% bound is not far above what float rounding
+// alone can do: an activation whose x * 127/absmax lies within float noise of
+// a .5 boundary rounds one way in tern and the other in the reference, and
+// one such flip moves this perplexity by ~1e-4..7e-3 (measured over sample
+// seeds 1..12). The fixed seed's text has none large enough (|ratio - 1|
+// <= 6.1e-4 measured); a failure here after a change of float evaluation
+// order may be such a flip: LogitsMatchReference and the greedy test tell.
+TEST_P(Families, PerplexityOfReferenceSampleMatches) {
+  const fs::path dir = tern::test::test_dir();
+  const std::string ckpt = checkpoint(family());
+  const auto ids = sampled_text(ckpt, dir);
+  ASSERT_EQ(ids.size(), size_t(kSampled));
+  const size_t V = vocab_of(ckpt);
+  const auto ref = reference_logits(ckpt, ids, dir);
+  ASSERT_EQ(ref.size(), ids.size() * V);
+  auto m = tern::Model::load(file());
+  const auto s = m->forward(ids, 0, true);
+  const std::vector<float> got(s.begin(), s.end());
+  ASSERT_EQ(got.size(), ref.size());
+  const double want = perplexity(ref, ids, V), have = perplexity(got, ids, V);
+  std::printf("[measure] %s %s perplexity tern %.6f reference %.6f ratio-1 %.3g\n",
+              family().c_str(), std::get<1>(GetParam()).c_str(), have, want, have / want - 1);
+  EXPECT_NEAR(have / want, 1.0, 1e-3);
+}
+
+std::vector<Param> all_params() {
+  std::vector<Param> p;
+  for (const auto& c : cases())
+    for (const char* t : {"tq2_0", "tq1_0"}) p.emplace_back(c.name, t);
+  return p;
+}
+
+std::string param_name(const std::string& s) {
+  std::string n;
+  for (char c : s) n += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  return n;
+}
+
+INSTANTIATE_TEST_SUITE_P(All, Families, ::testing::ValuesIn(all_params()), [](const auto& info) {
+  return param_name(std::get<0>(info.param) + "_" + std::get<1>(info.param));
+});
+
+// The checks above are only as good as the fixture's sensitivity: each
+// family feature, computed wrong by the reference, must move the perplexity
+// of the sampled text by far more than the 0.1% tern is held to.
+class FamiliesSensitivity : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(FamiliesSensitivity, EveryFamilyFeatureMovesPerplexity) {
+  const FamilyCase& c = find_case(GetParam());
+  const fs::path dir = tern::test::test_dir();
+  const std::string ckpt = checkpoint(c.name);
+  const auto ids = sampled_text(ckpt, dir);
+  ASSERT_EQ(ids.size(), size_t(kSampled));
+  const size_t V = vocab_of(ckpt);
+  const auto ref = reference_logits(ckpt, ids, dir);
+  ASSERT_EQ(ref.size(), ids.size() * V);
+  const double base = perplexity(ref, ids, V);
+  // A model sampled from should not be near uniform (ppl ~ vocab) nor a
+  // single repeated token (ppl ~ 1).
+  EXPECT_LT(base, 0.1 * double(V));
+  EXPECT_GT(base, 1.5);
+  for (const char* mut : c.mutations) {
+    const auto wrong = reference_logits(ckpt, ids, dir, mut);
+    ASSERT_EQ(wrong.size(), ref.size()) << mut;
+    const double p = perplexity(wrong, ids, V);
+    std::printf("[measure] %s perplexity %.4f, with %s %.4f (%+.1f%%)\n", c.name, base, mut, p,
+                100 * (p / base - 1));
+    EXPECT_GT(std::fabs(p / base - 1), 0.01) << mut;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(All, FamiliesSensitivity,
+                         ::testing::Values("bitnet-2b4t", "bitnet-2b4t-bf16", "falcon3",
+                                           "llama3-1.58", "1bitllm", "trilm"),
+                         [](const auto& info) { return param_name(info.param); });
+
+}  // namespace

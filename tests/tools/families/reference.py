@@ -1,0 +1,311 @@
+#!/usr/bin/python3
+"""Independent numpy reference forward of the published ternary families.
+
+Reads a Hugging Face checkpoint directly (config.json; safetensors parsed here
+by hand, including transformers' uint8 pack_weights layout and the packed
+`weight_scale` tensors) and computes what each family's reference modeling
+code computes, in float32 (ternary x int8 products exactly):
+
+  BitNetForCausalLM (model_type bitnet, microsoft 2B-4T), AutoBitLinear:
+      offline: W = unpack(U8) * weight_scale;  online: absmean per tensor
+      x -> per-token int8 fake quant; relu(gate)^2 * up;
+      attn_sub_norm before o_proj, ffn_sub_norm before down_proj
+  LlamaForCausalLM + quantization_config bitnet (Falcon3, Llama3-8B-1.58), BitLinear:
+      y = (xq @ T^T) / (s_x * weight_scale); silu; no sub-norms
+  BitnetForCausalLM (1bitLLM): latent weights, weight_quant absmean per tensor,
+      activation_quant int8 per token, silu, inner_attn_ln / ffn_layernorm
+  LlamaForCausalLM without quantization_config (TriLM): plain float Llama
+
+All: pre-norm RMSNorm (config rms_norm_eps), rotate_half RoPE, causal GQA
+softmax attention with 1/sqrt(head_dim).
+
+usage:
+  reference.py CKPT logits TOKENS_CSV OUT.bin            float32 logits [T][vocab]
+  reference.py CKPT sample --seed S --n N --prompt CSV OUT.txt   (temperature 1)
+  reference.py CKPT greedy --n N --prompt CSV OUT.txt
+  --mutate WHAT (any command): a deliberately wrong variant, WHAT in
+      silu-for-relu2, relu2-for-silu, float-activations, no-sub-norms, invert-scale
+Sequences are written as comma-separated ids, prompt included.
+"""
+import argparse
+import json
+import os
+import struct
+import sys
+
+import numpy as np
+
+MUTATIONS = ["silu-for-relu2", "relu2-for-silu", "float-activations", "no-sub-norms", "invert-scale"]
+F32 = np.float32
+
+
+def read_safetensors(path):
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(n))
+        data = f.read()
+    out = {}
+    for name, t in header.items():
+        if name == "__metadata__":
+            continue
+        b, e = t["data_offsets"]
+        raw, shape = data[b:e], t["shape"]
+        dt = t["dtype"]
+        if dt == "F32":
+            a = np.frombuffer(raw, dtype="<f4").astype(F32)
+        elif dt == "F16":
+            a = np.frombuffer(raw, dtype="<f2").astype(F32)
+        elif dt == "BF16":
+            a = (np.frombuffer(raw, dtype="<u2").astype(np.uint32) << 16).view(F32)
+        elif dt == "U8":
+            a = np.frombuffer(raw, dtype=np.uint8).copy()
+        else:
+            raise SystemExit("%s: tensor %s has dtype %s" % (path, name, dt))
+        out[name] = a.reshape(shape)
+    return out
+
+
+def read_checkpoint(d):
+    idx = os.path.join(d, "model.safetensors.index.json")
+    files = (sorted(set(json.load(open(idx))["weight_map"].values()))
+             if os.path.exists(idx) else ["model.safetensors"])
+    w = {}
+    for f in files:
+        w.update(read_safetensors(os.path.join(d, f)))
+    return w
+
+
+def unpack_weights(packed):
+    # transformers.integrations.bitnet.unpack_weights: rows i*R .. (i+1)*R-1
+    # are bit-field i (bits 2i, 2i+1) of the R packed rows; code - 1 = trit.
+    R = packed.shape[0]
+    out = np.empty((4 * R, packed.shape[1]), dtype=F32)
+    for i in range(4):
+        out[i * R:(i + 1) * R] = ((packed >> (2 * i)) & 3).astype(F32) - 1
+    return out
+
+
+def absmean_quant(w):
+    """WeightQuant / weight_quant: s = 1 / clamp(mean|W|, 1e-5) per tensor
+    (float32); returns (T, 1/s) with W ~ T / s."""
+    mean = F32(np.mean(np.abs(w).astype(np.float64)))
+    s = F32(1.0) / F32(max(mean, F32(1e-5)))
+    t = np.clip(np.rint(w * s), -1, 1).astype(F32)
+    return t, s
+
+
+def act_quant_int(x):
+    """Per-token absmax int8: s = 127 / clamp(max|x|, 1e-5); q = clamp(round(x s))
+    with round half to even. Returns (q as float32, s [T,1])."""
+    amax = np.maximum(np.max(np.abs(x), axis=-1, keepdims=True), F32(1e-5))
+    s = (F32(127.0) / amax).astype(F32)
+    q = np.clip(np.rint(x * s), -128, 127).astype(F32)
+    return q, s
+
+
+def rms_norm(x, w, eps):
+    # LlamaRMSNorm: w * (x * rsqrt(mean(x^2) + eps)), in float32.
+    var = np.mean(x.astype(np.float64) ** 2, axis=-1, keepdims=True)
+    return (w * (x / np.sqrt(var + eps)).astype(F32)).astype(F32)
+
+
+def rope(x, pos, theta):
+    # rotate_half: inv_freq = theta^(-arange(0, d, 2)/d); emb = cat(freqs, freqs)
+    d = x.shape[-1]
+    inv = 1.0 / (theta ** (np.arange(0, d, 2, dtype=np.float64) / d))
+    ang = pos[:, None].astype(np.float64) * inv[None, :]
+    emb = np.concatenate([ang, ang], axis=-1)
+    cos, sin = np.cos(emb)[:, None, :], np.sin(emb)[:, None, :]
+    rot = np.concatenate([-x[..., d // 2:], x[..., :d // 2]], axis=-1)
+    return (x * cos + rot * sin).astype(F32)
+
+
+class Model:
+    def __init__(self, d, mutate=None):
+        self.cfg = cfg = json.load(open(os.path.join(d, "config.json")))
+        self.W = read_checkpoint(d)
+        self.mutate = mutate
+        arch = (cfg.get("architectures") or [cfg.get("model_type")])[0]
+        qc = cfg.get("quantization_config") or {}
+        self.D = cfg["hidden_size"]
+        self.L = cfg["num_hidden_layers"]
+        self.H = cfg["num_attention_heads"]
+        self.KVH = cfg.get("num_key_value_heads") or self.H
+        self.hd = cfg.get("head_dim") or self.D // self.H
+        self.eps = cfg["rms_norm_eps"]
+        self.theta = cfg.get("rope_theta", 10000.0)
+        self.act = cfg.get("hidden_act", "silu")
+
+        # Which linear each family's modeling code builds.
+        if arch == "BitNetForCausalLM":
+            # AutoBitLinear (the 2B-4T config names it), or BitLinear if not.
+            lc = qc.get("linear_class", "bitlinear")
+            self.kind = "auto" if lc == "autobitlinear" else "bitlinear"
+            self.online = qc.get("quantization_mode", "offline") == "online"
+            self.sub = ("self_attn.attn_sub_norm.weight", "mlp.ffn_sub_norm.weight")
+        elif arch == "BitnetForCausalLM":
+            self.kind, self.online = "1bitllm", True
+            self.sub = ("self_attn.inner_attn_ln.weight", "mlp.ffn_layernorm.weight")
+        elif arch == "LlamaForCausalLM":
+            if qc.get("quant_method") == "bitnet":
+                lc = qc.get("linear_class", "bitlinear")
+                self.kind = "auto" if lc == "autobitlinear" else "bitlinear"
+                self.online = qc.get("quantization_mode", "offline") == "online"
+            else:
+                self.kind, self.online = "float", False
+            self.sub = None
+        else:
+            raise SystemExit("unsupported architecture " + arch)
+        if mutate == "no-sub-norms":
+            self.sub = None
+        if mutate == "silu-for-relu2" and self.act == "relu2":
+            self.act = "silu"
+        if mutate == "relu2-for-silu" and self.act == "silu":
+            self.act = "relu2"
+
+        # lm_head: modules_to_not_convert, a plain float linear; tied to the
+        # embedding when the config says so or the file has none.
+        self.emb = self.W["model.embed_tokens.weight"].astype(F32)
+        if cfg.get("tie_word_embeddings", False) or "lm_head.weight" not in self.W:
+            self.head = self.emb
+        else:
+            self.head = self.W["lm_head.weight"].astype(F32)
+        self._cache = {}
+
+    # -- linears -------------------------------------------------------------
+
+    def weight(self, name):
+        """(T or W as float32, how the scale enters, scale)."""
+        if name in self._cache:
+            return self._cache[name]
+        w = self.W[name]
+        if self.kind == "float":
+            r = (w.astype(F32), None, None)
+        elif w.dtype == np.uint8:
+            t = unpack_weights(w)
+            ws = F32(self.W[name + "_scale"].reshape(-1)[0])
+            r = (t, "packed", ws)
+        else:
+            t, s = absmean_quant(w.astype(F32))  # online / latent: W ~ T / s
+            r = (t, "absmean", s)
+        self._cache[name] = r
+        return r
+
+    def linear(self, x, name):
+        w, how, sc = self.weight(name)
+        if how is None:
+            return (x @ w.T).astype(F32)
+        if self.mutate == "float-activations":
+            y = (x.astype(F32) @ w.T).astype(F32)
+            xs = F32(1.0)
+        else:
+            q, xs = act_quant_int(x)
+            y = (q @ w.T).astype(F32)  # exact: integers below 2^24
+        if how == "absmean":
+            # weight_quant / WeightQuant: W = T / s; activation x = q / s_x
+            return (y / xs / sc).astype(F32)
+        divide = self.kind == "bitlinear"
+        if self.mutate == "invert-scale":
+            divide = not divide
+        if divide:   # BitLinear: y / (s_x * weight_scale)
+            return (y / (xs * sc)).astype(F32)
+        return ((y / xs) * sc).astype(F32)  # AutoBitLinear offline: F.linear(q / s_x, T) * weight_scale
+
+    # -- forward -------------------------------------------------------------
+
+    def logits(self, tokens, past=None):
+        """Logits [T][vocab] of `tokens` at positions len(past) onwards;
+        `past` (a list, one (K, V) per layer, as HF's past_key_values) is
+        extended in place when given."""
+        T = len(tokens)
+        H, KVH, hd, eps = self.H, self.KVH, self.hd, self.eps
+        x = self.emb[np.asarray(tokens)].copy()
+        P = past[0][0].shape[0] if past else 0
+        pos = np.arange(P, P + T)
+        mask = np.concatenate([np.zeros((T, P), dtype=F32),
+                               np.triu(np.full((T, T), -np.inf, dtype=F32), 1)], axis=1)
+        for l in range(self.L):
+            p = "model.layers.%d." % l
+            a = rms_norm(x, self.W[p + "input_layernorm.weight"], eps)
+            q = self.linear(a, p + "self_attn.q_proj.weight").reshape(T, H, hd)
+            k = self.linear(a, p + "self_attn.k_proj.weight").reshape(T, KVH, hd)
+            v = self.linear(a, p + "self_attn.v_proj.weight").reshape(T, KVH, hd)
+            q, k = rope(q, pos, self.theta), rope(k, pos, self.theta)
+            if past is not None:
+                if len(past) <= l:
+                    past.append((k, v))
+                else:
+                    k = np.concatenate([past[l][0], k])
+                    v = np.concatenate([past[l][1], v])
+                    past[l] = (k, v)
+            k = np.repeat(k, H // KVH, axis=1)  # repeat_kv: kv head j serves q heads j*g..j*g+g-1
+            v = np.repeat(v, H // KVH, axis=1)
+            s = np.einsum("thd,shd->hts", q, k).astype(F32) / F32(np.sqrt(hd)) + mask
+            s = np.exp(s - s.max(-1, keepdims=True))
+            s /= s.sum(-1, keepdims=True)
+            o = np.einsum("hts,shd->thd", s, v).reshape(T, H * hd).astype(F32)
+            if self.sub:
+                o = rms_norm(o, self.W[p + self.sub[0]], eps)
+            x = x + self.linear(o, p + "self_attn.o_proj.weight")
+            m = rms_norm(x, self.W[p + "post_attention_layernorm.weight"], eps)
+            g = self.linear(m, p + "mlp.gate_proj.weight")
+            u = self.linear(m, p + "mlp.up_proj.weight")
+            if self.act == "relu2":
+                g = np.square(np.maximum(g, 0))
+            else:
+                with np.errstate(over="ignore"):
+                    g = g / (F32(1.0) + np.exp(-g))
+            f = (g * u).astype(F32)
+            if self.sub:
+                f = rms_norm(f, self.W[p + self.sub[1]], eps)
+            x = x + self.linear(f, p + "mlp.down_proj.weight")
+        x = rms_norm(x, self.W["model.norm.weight"], eps)
+        return (x @ self.head.T).astype(F32)
+
+
+def parse_ids(csv):
+    return [int(t) for t in csv.split(",") if t.strip()]
+
+
+def write_ids(path, ids):
+    with open(path, "w") as f:
+        f.write(",".join(str(i) for i in ids) + "\n")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("ckpt")
+    ap.add_argument("command", choices=["logits", "sample", "greedy"])
+    ap.add_argument("args", nargs="+")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--n", type=int, default=16)
+    ap.add_argument("--prompt", default="1")
+    ap.add_argument("--mutate", choices=MUTATIONS)
+    a = ap.parse_intermixed_args()
+    m = Model(a.ckpt, a.mutate)
+    if a.command == "logits":
+        if len(a.args) != 2:
+            raise SystemExit("usage: reference.py CKPT logits TOKENS_CSV OUT.bin")
+        m.logits(parse_ids(a.args[0])).astype("<f4").tofile(a.args[1])
+        return 0
+    if len(a.args) != 1:
+        raise SystemExit("usage: reference.py CKPT %s [--seed S] --n N --prompt CSV OUT.txt" % a.command)
+    ids = parse_ids(a.prompt)
+    rng = np.random.default_rng(a.seed)
+    past, fed = [], 0  # KV cache, as generate() keeps it
+    for _ in range(a.n):
+        z = m.logits(ids[fed:], past)[-1].astype(np.float64)
+        fed = len(ids)
+        if a.command == "greedy":
+            ids.append(int(np.argmax(z)))
+        else:
+            p = np.exp(z - z.max())
+            p /= p.sum()
+            ids.append(int(min(np.searchsorted(np.cumsum(p), rng.random() * p.sum(), side="right"),
+                               len(p) - 1)))
+    write_ids(a.args[0], ids)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
