@@ -22,6 +22,7 @@
 #include <tuple>
 #include <vector>
 
+#include "support/logits.h"
 #include "support/test_env.h"
 #include "tern/model.h"
 
@@ -29,6 +30,8 @@ namespace fs = std::filesystem;
 using tern::test::quote;
 
 namespace {
+
+using tern::test::rel_error;
 
 struct FamilyCase {
   const char* name;       // make_family_checkpoint.py --family
@@ -139,15 +142,6 @@ double perplexity(const std::vector<float>& logits, const std::vector<int32_t>& 
     nll -= double(z[ids[i]]) - mx - std::log(sum);
   }
   return std::exp(nll / double(ids.size() - 1));
-}
-
-double rel_error(const std::vector<float>& a, const std::vector<float>& b) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    num = std::max(num, std::fabs(double(a[i]) - b[i]));
-    den = std::max(den, std::fabs(double(b[i])));
-  }
-  return num / den;
 }
 
 size_t vocab_of(const std::string& ckpt) {

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <vector>
 
+#include "support/logits.h"
 #include "support/test_env.h"
 #include "tern/error.h"
 #include "tern/generate.h"
@@ -17,6 +18,8 @@ namespace fs = std::filesystem;
 using tern::test::quote;
 
 namespace {
+
+using tern::test::rel_error;
 
 const std::vector<int32_t> kTokens{1, 17, 250, 3, 99, 400, 7, 7, 12, 300, 45, 2, 64};
 
@@ -52,17 +55,6 @@ std::vector<float> tern_logits(const std::string& path) {
   auto m = tern::Model::load(path);
   auto s = m->forward(kTokens, 0, true);
   return {s.begin(), s.end()};
-}
-
-// max |a - b| relative to max |b|: logits near zero make per-element
-// relative error meaningless.
-double rel_error(const std::vector<float>& a, const std::vector<float>& b) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    num = std::max(num, std::fabs(double(a[i]) - b[i]));
-    den = std::max(den, std::fabs(double(b[i])));
-  }
-  return num / den;
 }
 
 class WholeModel : public ::testing::TestWithParam<std::string> {};
