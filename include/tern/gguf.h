@@ -160,6 +160,8 @@ class Writer {
   void add_tensor(std::string name, TensorType type, std::vector<uint64_t> dims);
   void write_header();                              // after all set()/add_tensor()
   void write_tensor(std::string_view name, std::span<const uint8_t> bytes);
+  // The next tensor's bytes in pieces; it is complete once its size is reached.
+  void append_tensor(std::string_view name, std::span<const uint8_t> bytes);
   void finish();
 
  private:
@@ -171,6 +173,7 @@ class Writer {
     uint64_t offset;
   };
   void write_bytes(const void* p, size_t n);
+  const Pending& next_tensor(std::string_view name) const;  // checks the order
 
   std::string path_, tmp_path_;
   uint64_t alignment_;
@@ -178,6 +181,7 @@ class Writer {
   std::vector<Pending> tensors_;
   size_t next_tensor_ = 0;
   uint64_t data_written_ = 0;
+  uint64_t tensor_written_ = 0;  // bytes of tensors_[next_tensor_] appended so far
   bool header_written_ = false, finished_ = false;
   std::FILE* fp_ = nullptr;
 };

@@ -192,7 +192,7 @@ void Writer::write_header() {
   header_written_ = true;
 }
 
-void Writer::write_tensor(std::string_view name, std::span<const uint8_t> bytes) {
+const Writer::Pending& Writer::next_tensor(std::string_view name) const {
   if (!header_written_) throw file_error(path_, "write_tensor('" + std::string(name) + "') before write_header()");
   if (next_tensor_ >= tensors_.size())
     throw file_error(path_, "write_tensor('" + std::string(name) + "'): all declared tensors are written");
@@ -200,11 +200,28 @@ void Writer::write_tensor(std::string_view name, std::span<const uint8_t> bytes)
   if (t.name != name)
     throw file_error(path_, "write_tensor('" + std::string(name) + "'): expected tensor '" +
                                 t.name + "' next");
-  if (bytes.size() != t.nbytes)
-    throw file_error(path_, "tensor '" + t.name + "': got " + std::to_string(bytes.size()) +
-                                " bytes, expected " + std::to_string(t.nbytes));
+  return t;
+}
+
+void Writer::write_tensor(std::string_view name, std::span<const uint8_t> bytes) {
+  const Pending& t = next_tensor(name);
+  if (tensor_written_ != 0 || bytes.size() != t.nbytes)
+    throw file_error(path_, "tensor '" + t.name + "': got " +
+                                std::to_string(tensor_written_ + bytes.size()) + " bytes, expected " +
+                                std::to_string(t.nbytes));
+  append_tensor(name, bytes);
+}
+
+void Writer::append_tensor(std::string_view name, std::span<const uint8_t> bytes) {
+  const Pending& t = next_tensor(name);
+  if (bytes.size() > t.nbytes - tensor_written_)
+    throw file_error(path_, "tensor '" + t.name + "': got " +
+                                std::to_string(tensor_written_ + bytes.size()) + " bytes, expected " +
+                                std::to_string(t.nbytes));
   write_bytes(bytes.data(), bytes.size());
   data_written_ += bytes.size();
+  tensor_written_ += bytes.size();
+  if (tensor_written_ < t.nbytes) return;
   // llama.cpp pads after every tensor, the last one included.
   static const uint8_t zeros[256] = {};
   for (uint64_t pad = align_up(t.nbytes, alignment_) - t.nbytes; pad > 0;) {
@@ -213,6 +230,7 @@ void Writer::write_tensor(std::string_view name, std::span<const uint8_t> bytes)
     data_written_ += n;
     pad -= n;
   }
+  tensor_written_ = 0;
   ++next_tensor_;
 }
 

@@ -83,6 +83,45 @@ TEST(Writer, TensorOrderAndCountAreChecked) {
   EXPECT_FALSE(fs::exists(dir / "o.gguf"));
 }
 
+// The packer streams big float tensors in pieces: the file must be the same
+// bytes as one write, and a piece past the declared size is an error.
+TEST(Writer, AppendedPiecesEqualOneWrite) {
+  const auto dir = scratch_dir();
+  std::vector<uint8_t> a(40), b(12);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = uint8_t(i * 7);
+  for (size_t i = 0; i < b.size(); ++i) b[i] = uint8_t(200 - i);
+  auto write = [&](const std::string& name, bool pieces) {
+    Writer w((dir / name).string());
+    w.add_tensor("a", TensorType::F32, {10});
+    w.add_tensor("b", TensorType::F32, {3});
+    w.write_header();
+    if (pieces) {
+      w.append_tensor("a", std::span(a).first(16));
+      EXPECT_THROW(w.write_tensor("a", std::span(a).subspan(16)), tern::Error);  // mid-tensor
+      w.append_tensor("a", std::span(a).subspan(16, 20));
+      w.append_tensor("a", std::span(a).subspan(36));
+    } else {
+      w.write_tensor("a", a);
+    }
+    w.write_tensor("b", b);
+    w.finish();
+    std::ifstream in(dir / name, std::ios::binary);
+    return std::vector<uint8_t>((std::istreambuf_iterator<char>(in)), {});
+  };
+  EXPECT_EQ(write("one.gguf", false), write("pieces.gguf", true));
+
+  Writer w((dir / "over.gguf").string());
+  w.add_tensor("a", TensorType::F32, {10});
+  w.write_header();
+  w.append_tensor("a", std::span(a).first(32));
+  try {
+    w.append_tensor("a", std::span(a).first(12));
+    FAIL();
+  } catch (const tern::Error& e) {
+    EXPECT_CONTAINS(e.what(), "tensor 'a': got 44 bytes, expected 40");
+  }
+}
+
 TEST(Writer, RejectsBadDeclarations) {
   const auto dir = scratch_dir();
   Writer w((dir / "d.gguf").string());
