@@ -91,7 +91,9 @@ struct RunState {
   std::vector<float> hb;       // [max_batch][hidden_dim] gate, then act(gate)*up
   std::vector<float> hb2;      // [max_batch][hidden_dim] up
   std::vector<float> att;      // [n_threads][max_seq] attention scores
-  std::vector<int8_t> xq;      // [max_batch][max(dim, q_dim, hidden_dim)] int8 input
+  std::vector<float> xpad;     // [max_batch][widest K] input padded to whole blocks; empty
+                               // when every width is a multiple of QK
+  std::vector<int8_t> xq;      // [max_batch][widest K] int8 input, K = padded_cols(width)
   std::vector<float> xq_scale; // [max_batch] 127 / absmax per token
   std::vector<int32_t> isum;   // [max_batch][max(q_dim + 2 kv_dim, 2 hidden_dim, dim)] int8 sums
   std::vector<float> logits;   // [n][vocab] of the last forward() (grows on demand)
@@ -130,7 +132,7 @@ class Model {
     const Linear* l;
     float* y;
   };
-  void linears(std::initializer_list<Product> ps, const float* x, int n);
+  void linears(std::initializer_list<Product> ps, const float* x, int n, int in_dim);
 
   gguf::File file_;
   const KernelSet* kernels_ = nullptr;

@@ -14,6 +14,8 @@
 namespace tern {
 
 constexpr int QK = 256;  // elements per block, both formats
+// Stored width of a row of K weights: whole blocks, the tail zero-padded.
+constexpr int64_t padded_cols(int64_t K) { return (K + QK - 1) / QK * QK; }
 
 // 2 bits per weight. Byte m (m < 32) of each 32-byte half h (qs[32h + m])
 // holds the codes of elements 128*h + 32*n + m in bits 2n..2n+1, n = 0..3.

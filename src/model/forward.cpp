@@ -9,6 +9,7 @@
 #include "tern/error.h"
 #include "tern/model.h"
 #include "tern/ops.h"
+#include "tern/quant.h"
 
 namespace tern {
 
@@ -20,7 +21,11 @@ void Model::reset(int max_seq, int max_batch) {
   s.max_seq = max_seq;
   s.max_batch = max_batch;
   const size_t B = size_t(max_batch);
-  const size_t widest = size_t(std::max({c.dim, c.q_dim(), c.hidden_dim}));
+  // Linear inputs as the kernels read them: whole blocks (padded_cols).
+  const size_t widest = size_t(std::max({padded_cols(c.dim), padded_cols(c.q_dim()),
+                                         padded_cols(c.hidden_dim)}));
+  const bool padded = padded_cols(c.dim) != c.dim || padded_cols(c.q_dim()) != c.q_dim() ||
+                      padded_cols(c.hidden_dim) != c.hidden_dim;
   s.x.assign(B * c.dim, 0.0f);
   s.xb.assign(B * c.dim, 0.0f);
   s.xb2.assign(B * std::max(c.dim, c.q_dim()), 0.0f);
@@ -30,6 +35,7 @@ void Model::reset(int max_seq, int max_batch) {
   s.hb.assign(B * c.hidden_dim, 0.0f);
   s.hb2.assign(B * c.hidden_dim, 0.0f);
   s.att.assign(size_t(omp_get_max_threads()) * max_seq, 0.0f);
+  s.xpad.assign(padded ? B * widest : 0, 0.0f);
   s.xq.assign(B * widest, 0);
   s.xq_scale.assign(B, 0.0f);
   // Sums of the widest group of products sharing an input (linears).
@@ -41,22 +47,29 @@ void Model::reset(int max_seq, int max_batch) {
   s.value_cache.assign(cache, 0.0f);
 }
 
-// Quantizes the batch input once per use in int8 mode: q, k, v (and gate,
-// up) share the same input.
-static void quantize_batch(RunState& s, const float* x, int n, int in_dim) {
-  for (int i = 0; i < n; ++i)
-    s.xq_scale[size_t(i)] =
-        ops::quantize_int8(x + size_t(i) * in_dim, s.xq.data() + size_t(i) * in_dim, in_dim);
-}
-
-// Products that share the input x[n][cols] (q, k and v; gate and up), in
+// Products that share the input x[n][in_dim] (q, k and v; gate and up), in
 // one parallel region: each thread takes the same share of every matrix, so
 // a decode step waits at one barrier per group instead of one per matrix.
-// In int8 mode the input must already be in state_.xq (quantize_batch).
-void Model::linears(std::initializer_list<Product> ps, const float* x, int n) {
+// The input is quantized once per group in int8 mode; either way the kernels
+// read rows of K = padded_cols(in_dim), the padding zero.
+void Model::linears(std::initializer_list<Product> ps, const float* x, int n, int in_dim) {
   const KernelSet& k = *kernels_;
   RunState& s = state_;
   const bool int8 = config_.act_mode == ActMode::Int8;
+  const size_t K = size_t(ps.begin()->l->w.cols), D = size_t(in_dim);
+  if (int8) {
+    for (size_t i = 0; i < size_t(n); ++i) {
+      int8_t* q = s.xq.data() + i * K;
+      s.xq_scale[i] = ops::quantize_int8(x + i * D, q, in_dim);
+      std::fill(q + D, q + K, int8_t(0));
+    }
+  } else if (K != D) {
+    for (size_t i = 0; i < size_t(n); ++i) {
+      std::copy(x + i * D, x + (i + 1) * D, s.xpad.data() + i * K);
+      std::fill(s.xpad.data() + i * K + D, s.xpad.data() + (i + 1) * K, 0.0f);
+    }
+    x = s.xpad.data();
+  }
 #pragma omp parallel
   {
     const int nt = omp_get_num_threads(), t = omp_get_thread_num();
@@ -109,7 +122,6 @@ void Model::forward_batch(const int32_t* tokens, int n, int pos, float* logits, 
   const Weights& w = weights_;
   RunState& s = state_;
   const int D = c.dim, QD = c.q_dim(), KV = c.kv_dim(), H = c.hidden_dim;
-  const bool int8 = c.act_mode == ActMode::Int8;
 
   for (int i = 0; i < n; ++i) w.token_embd.row(tokens[i], s.x.data() + size_t(i) * D);
 
@@ -121,8 +133,7 @@ void Model::forward_batch(const int32_t* tokens, int n, int pos, float* logits, 
     for (int i = 0; i < n; ++i)
       ops::rmsnorm(s.xb.data() + size_t(i) * D, s.x.data() + size_t(i) * D, L.attn_norm, D,
                    c.norm_eps);
-    if (int8) quantize_batch(s, s.xb.data(), n, D);
-    linears({{&L.wq, s.q.data()}, {&L.wk, s.k.data()}, {&L.wv, s.v.data()}}, s.xb.data(), n);
+    linears({{&L.wq, s.q.data()}, {&L.wk, s.k.data()}, {&L.wv, s.v.data()}}, s.xb.data(), n, D);
     for (int i = 0; i < n; ++i) {
       const auto rope = c.rope == RopeStyle::Pairs ? ops::rope : ops::rope_halves;
       rope(s.q.data() + size_t(i) * QD, c.n_heads, c.head_dim, pos + i, c.rope_theta);
@@ -142,23 +153,20 @@ void Model::forward_batch(const int32_t* tokens, int n, int pos, float* logits, 
       for (int i = 0; i < n; ++i)
         ops::rmsnorm(s.xb2.data() + size_t(i) * QD, s.xb2.data() + size_t(i) * QD,
                      L.attn_sub_norm, QD, c.norm_eps);
-    if (int8) quantize_batch(s, s.xb2.data(), n, QD);
-    linears({{&L.wo, s.xb.data()}}, s.xb2.data(), n);
+    linears({{&L.wo, s.xb.data()}}, s.xb2.data(), n, QD);
     for (size_t j = 0; j < size_t(n) * D; ++j) s.x[j] += s.xb[j];
 
     for (int i = 0; i < n; ++i)
       ops::rmsnorm(s.xb.data() + size_t(i) * D, s.x.data() + size_t(i) * D, L.ffn_norm, D,
                    c.norm_eps);
-    if (int8) quantize_batch(s, s.xb.data(), n, D);
-    linears({{&L.w_gate, s.hb.data()}, {&L.w_up, s.hb2.data()}}, s.xb.data(), n);
+    linears({{&L.w_gate, s.hb.data()}, {&L.w_up, s.hb2.data()}}, s.xb.data(), n, D);
     const auto glu = c.ffn_act == FfnAct::SiLU ? ops::swiglu : ops::relu2_glu;
     for (int i = 0; i < n; ++i) {
       float* h = s.hb.data() + size_t(i) * H;
       glu(h, s.hb2.data() + size_t(i) * H, H);
       if (L.ffn_sub_norm) ops::rmsnorm(h, h, L.ffn_sub_norm, H, c.norm_eps);
     }
-    if (int8) quantize_batch(s, s.hb.data(), n, H);
-    linears({{&L.w_down, s.xb.data()}}, s.hb.data(), n);
+    linears({{&L.w_down, s.xb.data()}}, s.hb.data(), n, H);
     for (size_t j = 0; j < size_t(n) * D; ++j) s.x[j] += s.xb[j];
   }
 

@@ -143,6 +143,8 @@ std::vector<float> row_scales(const gguf::File& f, const std::string& name,
 
 // bitnet.cpp's I2_S becomes TQ2_0 at load: the same trits, the tensor's
 // f32 scale as every row's exact scale. Lossless, and every kernel runs it.
+// bitnet.cpp's I2_S kernels need rows of whole 128-weight blocks, so it
+// cannot hold 1bitLLM 3B's 8640; tern takes I2_S rows of whole QK blocks.
 Linear load_i2s(const gguf::File& f, const std::string& name, const gguf::TensorInfo& t,
                 int64_t rows, int64_t cols) {
   if (cols % QK != 0)
@@ -170,16 +172,22 @@ Linear load_i2s(const gguf::File& f, const std::string& name, const gguf::Tensor
   return l;
 }
 
+// A linear of logical width `cols`. TQ1_0/TQ2_0 rows hold whole blocks, so
+// when cols is not a multiple of QK (1bitLLM 3B: 3200, 8640) the file holds
+// padded_cols(cols) columns, the extra ones zero; the forward pass pads the
+// activation with zeros to match, which keeps every product exact.
 Linear load_linear(const gguf::File& f, const std::string& name, int64_t rows, int64_t cols) {
-  const std::array<uint64_t, 2> dims{uint64_t(cols), uint64_t(rows)};
-  if (const gguf::TensorInfo* t = f.find_tensor(name);
-      t && (t->type == TensorType::IQ1_BN || t->type == TensorType::IQ2_BN))
-    throw file_error(f.path(), "tensor '" + name + "' is ik_llama.cpp's " + gguf::traits(t->type).name +
+  const gguf::TensorInfo* found = f.find_tensor(name);
+  if (found && (found->type == TensorType::IQ1_BN || found->type == TensorType::IQ2_BN))
+    throw file_error(f.path(), "tensor '" + name + "' is ik_llama.cpp's " + gguf::traits(found->type).name +
                                    ", which tern does not read (TQ1_0, TQ2_0 and I2_S are ternary types it runs)");
+  const bool i2s = found && found->type == TensorType::I2_S;  // stores the logical width
+  const int64_t stored = i2s ? cols : padded_cols(cols);
+  const std::array<uint64_t, 2> dims{uint64_t(stored), uint64_t(rows)};
   const gguf::TensorInfo& t = f.tensor(name, kTernaryTypes, dims);
-  if (t.type == TensorType::I2_S) return load_i2s(f, name, t, rows, cols);
+  if (i2s) return load_i2s(f, name, t, rows, cols);
   Linear l;
-  l.w = TernaryMatrix{t.type, rows, cols, t.data, nullptr, nullptr};
+  l.w = TernaryMatrix{t.type, rows, stored, t.data, nullptr, nullptr};
   l.scales = row_scales(f, name, l.w);
   l.w.row_scale = l.scales.data();
   return l;

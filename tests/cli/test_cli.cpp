@@ -80,6 +80,15 @@ TEST_F(Cli, InfoDescribesModelAndCpu) {
     EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
 }
 
+TEST_F(Cli, InfoNamesPaddedRows) {
+  // 1bitLLM 3B's widths (here 200 and 540) are stored as whole 256-blocks.
+  const std::string m = (tern::test::test_models() / "family-1bitllm-3b" / "tq1_0.gguf").string();
+  auto r = cli("info " + quote(m));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("padded rows:     200 -> 256, 540 -> 768"), std::string::npos) << r.out;
+  EXPECT_EQ(cli("info " + quote(model_path())).out.find("padded rows"), std::string::npos);
+}
+
 TEST_F(Cli, KernelsListsScalarAsSelectedWhenForced) {
   auto r = cli("kernels --kernel scalar");
   ASSERT_EQ(r.exit_code, 0) << r.err;

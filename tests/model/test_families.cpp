@@ -22,8 +22,10 @@
 #include <tuple>
 #include <vector>
 
+#include "support/gguf_rewrite.h"
 #include "support/logits.h"
 #include "support/test_env.h"
+#include "tern/kernels.h"
 #include "tern/model.h"
 
 namespace fs = std::filesystem;
@@ -51,6 +53,9 @@ const std::vector<FamilyCase>& cases() {
       {"llama3-1.58", "llama", tern::ActMode::Int8,
        {"relu2-for-silu", "float-activations", "invert-scale"}},
       {"1bitllm", "bitnet", tern::ActMode::Int8,
+       {"relu2-for-silu", "float-activations", "no-sub-norms"}},
+      // 1bitLLM 3B's widths are not whole 256-blocks: the rows are padded.
+      {"1bitllm-3b", "bitnet", tern::ActMode::Int8,
        {"relu2-for-silu", "float-activations", "no-sub-norms"}},
       {"trilm", "llama", tern::ActMode::Float, {"relu2-for-silu"}},
   };
@@ -244,6 +249,44 @@ INSTANTIATE_TEST_SUITE_P(All, Families, ::testing::ValuesIn(all_params()), [](co
   return param_name(std::get<0>(info.param) + "_" + std::get<1>(info.param));
 });
 
+// 1bitLLM 3B's rows are padded to whole blocks and the activations with
+// them (int8 and float paths pad differently). int8 sums are exact, so every
+// kernel gives the same logits bit for bit; the same file switched to float
+// activations matches the reference's float variant on every kernel.
+TEST(PaddedRows, EveryKernelMatchesTheReference) {
+  const fs::path dir = tern::test::test_dir();
+  const std::string ckpt = checkpoint("1bitllm-3b"), int8_file = gguf_path("1bitllm-3b", "tq2_0");
+  const std::string float_file = (dir / "float.gguf").string();
+  tern::test::rewrite_file(int8_file, float_file, {}, [](auto&&...) {}, tern::test::TernKeys::Keep,
+                           {{"tern.activation_mode", tern::gguf::Value::string("float")}});
+  const auto ref_int8 = reference_logits(ckpt, kTokens, dir);
+  const auto ref_float = reference_logits(ckpt, kTokens, dir, "float-activations");
+  ASSERT_FALSE(ref_int8.empty());
+  ASSERT_FALSE(ref_float.empty());
+  std::vector<float> first_int8;
+  int ran = 0;
+  for (const tern::KernelSet* k : tern::all_kernel_sets()) {
+    if (!k->available(tern::cpu_features())) continue;
+    tern::force_kernels(k->name);
+    for (const auto& [file, mode, ref] : {std::tuple{int8_file, tern::ActMode::Int8, &ref_int8},
+                                          std::tuple{float_file, tern::ActMode::Float, &ref_float}}) {
+      if (!tern::kernel_supports(*k, mode)) continue;
+      auto m = tern::Model::load(file);
+      ASSERT_EQ(m->config().act_mode, mode);
+      const auto sp = m->forward(kTokens, 0, true);
+      const std::vector<float> got(sp.begin(), sp.end());
+      EXPECT_LT(rel_error(got, *ref), 1e-4) << k->name << (mode == tern::ActMode::Int8 ? " int8" : " float");
+      if (mode == tern::ActMode::Int8) {
+        if (first_int8.empty()) first_int8 = got;
+        EXPECT_EQ(got, first_int8) << k->name;
+      }
+      ++ran;
+    }
+  }
+  tern::force_kernels("auto");
+  EXPECT_GE(ran, 2);
+}
+
 // The checks above are only as good as the fixture's sensitivity: each
 // family feature, computed wrong by the reference, must move the perplexity
 // of the sampled text by far more than the 0.1% tern is held to.
@@ -275,7 +318,7 @@ TEST_P(FamiliesSensitivity, EveryFamilyFeatureMovesPerplexity) {
 
 INSTANTIATE_TEST_SUITE_P(All, FamiliesSensitivity,
                          ::testing::Values("bitnet-2b4t", "bitnet-2b4t-bf16", "falcon3",
-                                           "llama3-1.58", "1bitllm", "trilm"),
+                                           "llama3-1.58", "1bitllm", "1bitllm-3b", "trilm"),
                          [](const auto& info) { return param_name(info.param); });
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <functional>
 #include <vector>
 
+#include "support/gguf_rewrite.h"
 #include "support/test_env.h"
 #include "tern/error.h"
 #include "tern/gguf.h"
@@ -21,6 +22,7 @@
 
 namespace fs = std::filesystem;
 using tern::gguf::TensorType;
+using tern::test::rewrite_file;
 
 namespace {
 
@@ -48,41 +50,6 @@ std::vector<uint8_t> encode_i2s(const std::vector<int8_t>& trits, float scale) {
   }
   std::memcpy(&out[trits.size() / 4], &scale, sizeof scale);
   return out;
-}
-
-using Rewrite = std::function<void(const tern::gguf::TensorInfo& t, const tern::gguf::File& src,
-                                   TensorType& type, std::vector<uint8_t>& bytes)>;
-
-// Copies `src` to `dst` without tern's own keys (unless keep_tern) and
-// without any key in `drop`, passing every tensor through `rewrite`.
-void rewrite_file(const std::string& src_path, const std::string& dst,
-                  const std::vector<std::string>& drop, const Rewrite& rewrite,
-                  bool keep_tern = false) {
-  const tern::gguf::File src = tern::gguf::File::open(src_path);
-  tern::gguf::Writer w(dst);
-  for (const auto& [key, value] : src.metadata()) {
-    if (key.rfind("tern.", 0) == 0 && !keep_tern) continue;
-    if (std::find(drop.begin(), drop.end(), key) != drop.end()) continue;
-    if (key.rfind("tern.scale.", 0) == 0) {
-      // What a reader of the blocks alone can know: the fp16 scale.
-      std::vector<float> v = value.as_f32_array(key);
-      for (float& x : v) x = tern::fp16_to_f32(tern::f32_to_fp16(x));
-      w.set(key, tern::gguf::Value::f32_array(v));
-      continue;
-    }
-    w.set(key, value);
-  }
-  std::vector<std::pair<TensorType, std::vector<uint8_t>>> data;
-  for (const auto& t : src.tensors()) {
-    TensorType type = t.type;
-    std::vector<uint8_t> bytes(t.data, t.data + t.nbytes);
-    rewrite(t, src, type, bytes);
-    w.add_tensor(t.name, type, t.dims);
-    data.emplace_back(type, std::move(bytes));
-  }
-  w.write_header();
-  for (size_t i = 0; i < data.size(); ++i) w.write_tensor(src.tensors()[i].name, data[i].second);
-  w.finish();
 }
 
 // The tern TQ2_0 pack of a family as bitnet.cpp writes it: I2_S linears with
@@ -167,7 +134,7 @@ TEST_P(LlamaCppTq, RunsWithoutTernKeys) {
   rewrite_file(tern_pack, stripped, {}, same);
   // tern's own file with its exact scales rounded as the blocks hold them:
   // the stripped file must run exactly like it.
-  rewrite_file(tern_pack, fp16_scales, {}, same, /*keep_tern=*/true);
+  rewrite_file(tern_pack, fp16_scales, {}, same, tern::test::TernKeys::Fp16Scales);
   const auto want = logits(fp16_scales);
   const auto got = logits(stripped);
   ASSERT_EQ(got.size(), want.size());

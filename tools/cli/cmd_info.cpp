@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <tuple>
@@ -65,6 +66,17 @@ void run_info(const std::string& path) {
                 stored == c.weight_type ? ""
                                         : (std::string(", repacked to ") +
                                            gguf::traits(c.weight_type).name + " at load").c_str());
+    // Rows of whole blocks hold a width that is not a multiple of QK; no
+    // other engine reads such a file (docs/FORMAT.md).
+    std::string pads;
+    int seen[3] = {0, 0, 0}, n_seen = 0;
+    for (int w : {c.dim, c.q_dim(), c.hidden_dim}) {
+      if (padded_cols(w) == w || std::find(seen, seen + n_seen, w) != seen + n_seen) continue;
+      seen[n_seen++] = w;
+      pads += (pads.empty() ? "" : ", ") + std::to_string(w) + " -> " + std::to_string(padded_cols(w));
+    }
+    if (!pads.empty())
+      std::printf("padded rows:     %s (zero weights; llama.cpp cannot load this file)\n", pads.c_str());
   }
   const CpuFeatures& cpu = cpu_features();
   std::printf("\ncpu:             %s\n", cpu.brand.c_str());

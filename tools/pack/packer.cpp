@@ -61,6 +61,8 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <vector>
 
@@ -132,6 +134,36 @@ std::string progress_line(size_t i, size_t n, const PlanTensor& t) {
   return line;
 }
 
+std::string clock(double s) {
+  const long t = std::lround(std::max(0.0, s));
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%ld:%02ld", t / 60, t % 60);
+  return buf;
+}
+
+// Work is the source bytes each pass reads: two passes, three with verify.
+// The estimate assumes the remaining bytes go as fast as the ones done.
+class Eta {
+ public:
+  explicit Eta(uint64_t total) : total_(std::max<uint64_t>(total, 1)) {}
+  void add(uint64_t bytes) { done_ += bytes; }
+  double fraction() const { return double(done_) / double(total_); }
+  std::string status() const {
+    const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    const double left = done_ ? el * double(total_ - std::min(done_, total_)) / double(done_) : 0;
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%3.0f%%  %s elapsed, ETA %s", 100 * fraction(), clock(el).c_str(),
+                  clock(left).c_str());
+    return buf;
+  }
+
+ private:
+  uint64_t total_, done_ = 0;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+};
+
+uint64_t source_bytes(const PlanTensor& t) { return t.src->nbytes; }
+
 }  // namespace
 
 PackReport pack_checkpoint(const PackOptions& o) {
@@ -140,29 +172,52 @@ PackReport pack_checkpoint(const PackOptions& o) {
   // destructor removes the temporary if anything below throws.
   gguf::Writer w(o.output_path);
 
+  uint64_t total = 0;
+  for (const PlanTensor& t : in.tensors) total += source_bytes(t);
+  Eta eta(total * (o.verify ? 3 : 2));
+  auto say = [&](const std::string& line) {
+    if (o.progress) o.progress(line);
+  };
+
   // Pass 1: the header holds every scale and tensor type, so all of them are
   // settled (and every tensor validated) before anything is written.
-  for (PlanTensor& t : in.tensors) analyze(t, read_values(in, t), in.rule, o.type);
+  // Nothing is kept but the scales, so memory stays at about one tensor.
+  int reported = 0;
+  for (PlanTensor& t : in.tensors) {
+    analyze(in, t, o.type);
+    eta.add(source_bytes(t));
+    // A line every tenth of the pass: a 10B model takes minutes here.
+    const int tenth = int(10 * eta.fraction() * (o.verify ? 3 : 2));
+    if (tenth > reported && tenth < 10) {
+      reported = tenth;
+      say("checking the source  " + eta.status());
+    }
+  }
 
   set_metadata(w, in, o);
   for (const PlanTensor& t : in.tensors) w.add_tensor(t.name, t.type, t.dims);
   w.write_header();
 
-  // Pass 2: convert and stream one tensor at a time.
+  // Pass 2: convert and stream one tensor at a time, float tensors in chunks.
   PackReport rep;
   rep.activation_mode = in.cfg.int8_activations() ? "int8" : "float";
   uint64_t tern_bytes = 0, tern_weights = 0;
   for (size_t i = 0; i < in.tensors.size(); ++i) {
     const PlanTensor& t = in.tensors[i];
-    std::vector<uint8_t> bytes = encode(t, read_values(in, t), in.rule);
-    w.write_tensor(t.name, bytes);
-    ++rep.n_tensors;
     if (t.role == Role::Ternary) {
+      const std::vector<uint8_t> bytes = encode_ternary(t, read_values(in, t), in.rule);
+      w.write_tensor(t.name, bytes);
       ++rep.n_ternary;
       tern_bytes += bytes.size();
       tern_weights += t.rows * t.cols;
+    } else {
+      for_each_chunk(in, t, [&](uint64_t, std::span<const float> v) {
+        w.append_tensor(t.name, encode_float(t, v));
+      });
     }
-    if (o.progress) o.progress(progress_line(i, in.tensors.size(), t));
+    ++rep.n_tensors;
+    eta.add(source_bytes(t));
+    say(progress_line(i, in.tensors.size(), t) + "  " + eta.status());
   }
   w.finish();
 
@@ -172,7 +227,8 @@ PackReport pack_checkpoint(const PackOptions& o) {
 
   if (o.verify) {
     try {
-      verify_packed(o);
+      verify_packed(o, [&](uint64_t bytes) { eta.add(bytes); });
+      say("verified  " + eta.status());
     } catch (...) {
       std::remove(o.output_path.c_str());  // a file that fails verification is not a result
       throw;

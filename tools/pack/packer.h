@@ -17,7 +17,12 @@ struct PackOptions {
   gguf::TensorType type = gguf::TensorType::TQ2_0;  // or TQ1_0
   bool force_ternarize = false;  // --ternarize: absmean-quantize non-ternary weights
   bool verify = false;           // --verify: pack_checkpoint re-reads and checks its output
-  std::function<void(const std::string& line)> progress;  // one line per tensor; may be empty
+  // Float tensors are converted in chunks of about this many values (16 MiB
+  // as f32): pack's peak memory is then about the largest ternary tensor.
+  uint64_t chunk_floats = uint64_t(1) << 22;
+  // Progress lines with an ETA: a few while checking the source, one per
+  // tensor written. May be empty.
+  std::function<void(const std::string& line)> progress;
 };
 
 struct PackReport {
@@ -36,6 +41,7 @@ PackReport pack_checkpoint(const PackOptions& opts);
 // Re-derives every tensor, scale and tokenizer entry from the source and
 // compares with opts.output_path; throws tern::Error naming the first
 // mismatch (tensor and row).
-void verify_packed(const PackOptions& opts);
+// `progress` hears the source bytes of each tensor checked.
+void verify_packed(const PackOptions& opts, const std::function<void(uint64_t)>& progress = {});
 
 }  // namespace tern::pack

@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -98,6 +99,7 @@ PackInputs load_inputs(const PackOptions& o) {
   if (!S_ISDIR(st.st_mode)) throw file_error(o.input_dir, "not a directory");
 
   PackInputs in;
+  in.chunk_floats = std::max<uint64_t>(1, o.chunk_floats);
   in.cfg = load_config(o.input_dir + "/config.json");
   in.tok = tok::load_checkpoint_tokenizer(o.input_dir);
   in.ckpt = Checkpoint::open(o.input_dir);
@@ -126,7 +128,6 @@ PackInputs load_inputs(const PackOptions& o) {
   in.tied = c.tie_word_embeddings || !in.ckpt.find("lm_head.weight");
   std::set<std::string> used;
   std::set<std::string> dtypes;
-  const uint64_t block = gguf::traits(o.type).block_size;
   size_t n_packed = 0, n_linear = 0;
   for (const Expect& e : expected_tensors(c, !in.tied)) {
     const StTensor* st_t = in.ckpt.find(e.src);
@@ -167,13 +168,8 @@ PackInputs load_inputs(const PackOptions& o) {
                                                  dims_string(e.shape) + " (from config.json)");
     }
     if (e.role == Role::Ternary) ++n_linear, n_packed += packed;
-    t.dims = e.shape.size() == 2 ? std::vector<uint64_t>{t.cols, t.rows}
+    t.dims = e.shape.size() == 2 ? std::vector<uint64_t>{t.stored_cols(), t.rows}
                                  : std::vector<uint64_t>{t.cols};
-    if (e.role == Role::Ternary && t.cols % block != 0)
-      throw file_error(st_t->file->path(),
-                       "tensor '" + e.src + "' has rows of " + std::to_string(t.cols) +
-                           " weights; " + gguf::traits(o.type).name + " needs a multiple of " +
-                           std::to_string(block));
     if (e.permute_heads) t.perm = qk_row_permutation(static_cast<uint32_t>(t.rows), e.permute_heads);
     used.insert(e.src);
     dtypes.insert(st_t->dtype);
@@ -218,20 +214,36 @@ std::vector<float> read_values(const PackInputs& in, const PlanTensor& t) {
   return v;
 }
 
-void analyze(PlanTensor& t, const std::vector<float>& data, ScaleRule rule, TensorType ternary_type) {
-  const std::string& path = t.src->file->path();
-  if (t.role == Role::Norm) {
-    t.type = TensorType::F32;
-    return;
+void for_each_chunk(const PackInputs& in, const PlanTensor& t,
+                    const std::function<void(uint64_t, std::span<const float>)>& fn) {
+  const uint64_t step = std::max<uint64_t>(1, in.chunk_floats / std::max<uint64_t>(1, t.cols));
+  for (uint64_t r0 = 0; r0 < t.rows; r0 += step) {
+    const uint64_t n = std::min(step, t.rows - r0);
+    const std::vector<float> v = in.ckpt.read_f32(*t.src, r0 * t.cols, n * t.cols);
+    fn(r0, v);
   }
-  if (t.role == Role::Embedding) {
-    if (t.src->dtype == "F32") t.type = TensorType::F32;
-    else if (t.src->dtype == "F16") t.type = TensorType::F16;
+}
+
+void analyze(const PackInputs& in, PlanTensor& t, TensorType ternary_type) {
+  if (t.role == Role::Ternary) return analyze_ternary(t, read_values(in, t), in.rule, ternary_type);
+  if (t.role == Role::Norm || t.src->dtype == "F32") {
+    t.type = TensorType::F32;
+  } else if (t.src->dtype == "F16") {
+    t.type = TensorType::F16;
+  } else {
     // BF16 goes to F16 when that is exact (every engine reads F16), else
     // stays BF16: lossless either way, and half the size of F32.
-    else t.type = fits_f16_exactly(data.data(), data.size()) ? TensorType::F16 : TensorType::BF16;
-    return;
+    bool f16 = true;
+    for_each_chunk(in, t, [&](uint64_t, std::span<const float> v) {
+      f16 = f16 && fits_f16_exactly(v.data(), v.size());
+    });
+    t.type = f16 ? TensorType::F16 : TensorType::BF16;
   }
+}
+
+void analyze_ternary(PlanTensor& t, const std::vector<float>& data, ScaleRule rule,
+                     TensorType ternary_type) {
+  const std::string& path = t.src->file->path();
   t.type = ternary_type;
   for (uint64_t i = 0; i < data.size(); ++i)
     if (!std::isfinite(data[i]))
@@ -288,26 +300,29 @@ void row_trits(const PlanTensor& t, const std::vector<float>& data, ScaleRule ru
   else sign_trits(row, t.cols, trits);
 }
 
-std::vector<uint8_t> encode(const PlanTensor& t, const std::vector<float>& data, ScaleRule rule) {
+std::vector<uint8_t> encode_float(const PlanTensor& t, std::span<const float> values) {
   std::vector<uint8_t> out;
   if (t.type == TensorType::F32) {
-    out.resize(data.size() * 4);
-    std::memcpy(out.data(), data.data(), out.size());
-  } else if (t.type == TensorType::F16 || t.type == TensorType::BF16) {
-    out.resize(data.size() * 2);
-    for (size_t i = 0; i < data.size(); ++i) {
-      const uint16_t h = t.type == TensorType::F16 ? f32_to_fp16(data[i]) : f32_to_bf16(data[i]);
-      std::memcpy(&out[2 * i], &h, 2);
-    }
-  } else {
-    const uint64_t rb = gguf::row_bytes(t.type, t.cols);
-    out.resize(rb * t.rows);
-    std::vector<int8_t> trits(t.cols);
-    for (uint64_t r = 0; r < t.rows; ++r) {
-      row_trits(t, data, rule, r, trits.data());
-      pack_ternary_row(t.type, trits.data(), static_cast<int64_t>(t.cols),
-                       f32_to_fp16(t.row_scale(r)), &out[r * rb]);
-    }
+    out.resize(values.size() * 4);
+    std::memcpy(out.data(), values.data(), out.size());
+    return out;
+  }
+  out.resize(values.size() * 2);
+  for (size_t i = 0; i < values.size(); ++i) {
+    const uint16_t h = t.type == TensorType::F16 ? f32_to_fp16(values[i]) : f32_to_bf16(values[i]);
+    std::memcpy(&out[2 * i], &h, 2);
+  }
+  return out;
+}
+
+std::vector<uint8_t> encode_ternary(const PlanTensor& t, const std::vector<float>& data, ScaleRule rule) {
+  const uint64_t K = t.stored_cols(), rb = gguf::row_bytes(t.type, K);
+  std::vector<uint8_t> out(rb * t.rows);
+  std::vector<int8_t> trits(K, 0);
+  for (uint64_t r = 0; r < t.rows; ++r) {
+    row_trits(t, data, rule, r, trits.data());
+    pack_ternary_row(t.type, trits.data(), static_cast<int64_t>(K), f32_to_fp16(t.row_scale(r)),
+                     &out[r * rb]);
   }
   return out;
 }

@@ -3,6 +3,8 @@
 // re-runs these from the source and compares against the written file.
 #pragma once
 #include <cstdint>
+#include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -10,6 +12,7 @@
 #include "pack/packer.h"
 #include "pack/safetensors.h"
 #include "tern/gguf.h"
+#include "tern/quant.h"
 #include "tern/tokenizer_spec.h"
 
 namespace tern::pack {
@@ -37,6 +40,12 @@ struct PlanTensor {
   gguf::TensorType type = gguf::TensorType::F32;  // decided by analyze()
   std::vector<float> scales;          // ternary: 1 (per tensor) or rows (output order)
 
+  // Columns in the file: a ternary row is whole QK blocks, its tail zero
+  // trits (1bitLLM 3B's 3200 and 8640); the loader pads activations to match.
+  uint64_t stored_cols() const {
+    return role == Role::Ternary ? uint64_t(padded_cols(int64_t(cols))) : cols;
+  }
+
   float row_scale(uint64_t out_row) const {
     return scales.size() == 1 ? scales[0] : scales[out_row];
   }
@@ -51,6 +60,7 @@ struct PackInputs {
   bool tied = false;                // no output.weight
   std::string name;                 // general.name
   std::string source_dtypes;        // "BF16", or "BF16,F32" when mixed
+  uint64_t chunk_floats = 0;        // PackOptions::chunk_floats
 };
 
 // Checks the directory, reads config.json, the tokenizer and the
@@ -62,16 +72,27 @@ PackInputs load_inputs(const PackOptions& opts);
 // back unpacked to its codes minus one (-1, 0, +1, and 2 for code 3).
 std::vector<float> read_values(const PackInputs& in, const PlanTensor& t);
 
-// Settles the tensor's output type and scales from its values; throws for
-// a non-ternary row or a scale fp16 cannot hold.
-void analyze(PlanTensor& t, const std::vector<float>& data, ScaleRule rule,
-             gguf::TensorType ternary_type);
+// Float tensors (norms, embedding, head) stream in chunks of whole rows of
+// about PackOptions::chunk_floats values, so pack's memory does not grow
+// with the vocabulary; fn(first row, the chunk's values) in row order.
+void for_each_chunk(const PackInputs& in, const PlanTensor& t,
+                    const std::function<void(uint64_t, std::span<const float>)>& fn);
+
+// Settles the tensor's output type and scales, reading its source (ternary
+// tensors whole, float ones in chunks); throws for a non-ternary row or a
+// scale fp16 cannot hold.
+void analyze(const PackInputs& in, PlanTensor& t, gguf::TensorType ternary_type);
+// The ternary part of analyze(), from the tensor's values (read_values).
+void analyze_ternary(PlanTensor& t, const std::vector<float>& data, ScaleRule rule,
+                     gguf::TensorType ternary_type);
 
 // Trits of output row `r` (permutation applied) of a ternary tensor.
 void row_trits(const PlanTensor& t, const std::vector<float>& data, ScaleRule rule, uint64_t r,
                int8_t* trits);
 
-// The tensor's GGUF bytes, after analyze().
-std::vector<uint8_t> encode(const PlanTensor& t, const std::vector<float>& data, ScaleRule rule);
+// GGUF bytes, after analyze(): a whole ternary tensor, or a chunk of rows of
+// a float one.
+std::vector<uint8_t> encode_ternary(const PlanTensor& t, const std::vector<float>& data, ScaleRule rule);
+std::vector<uint8_t> encode_float(const PlanTensor& t, std::span<const float> values);
 
 }  // namespace tern::pack

@@ -179,9 +179,16 @@ void SafetensorsFile::parse_header() {
 }
 
 void SafetensorsFile::read_f32(const StTensor& t, float* out) const {
-  const uint64_t n = t.n_elements();
+  read_f32(t, 0, t.n_elements(), out);
+}
+
+void SafetensorsFile::read_f32(const StTensor& t, uint64_t first, uint64_t n, float* out) const {
+  if (first > t.n_elements() || n > t.n_elements() - first)
+    throw file_error(path_, "tensor '" + t.name + "': elements [" + std::to_string(first) + ", " +
+                                std::to_string(first + n) + ") are outside its " +
+                                std::to_string(t.n_elements()));
   if (t.dtype == "F32") {
-    pread_all(out, n * 4, t.offset);
+    pread_all(out, n * 4, t.offset + first * 4);
     return;
   }
   bool bf16 = t.dtype == "BF16";
@@ -191,7 +198,7 @@ void SafetensorsFile::read_f32(const StTensor& t, float* out) const {
   std::vector<uint16_t> buf(std::min<uint64_t>(n, 1u << 16));
   for (uint64_t done = 0; done < n;) {
     uint64_t k = std::min<uint64_t>(buf.size(), n - done);
-    pread_all(buf.data(), k * 2, t.offset + done * 2);
+    pread_all(buf.data(), k * 2, t.offset + (first + done) * 2);
     for (uint64_t i = 0; i < k; ++i)
       out[done + i] = bf16 ? bf16_to_f32(buf[i]) : fp16_to_f32(buf[i]);
     done += k;
@@ -271,6 +278,12 @@ std::vector<uint8_t> Checkpoint::read_bytes(const StTensor& t) const {
 std::vector<float> Checkpoint::read_f32(const StTensor& t) const {
   std::vector<float> v(t.n_elements());
   t.file->read_f32(t, v.data());
+  return v;
+}
+
+std::vector<float> Checkpoint::read_f32(const StTensor& t, uint64_t first, uint64_t n) const {
+  std::vector<float> v(n);
+  t.file->read_f32(t, first, n, v.data());
   return v;
 }
 

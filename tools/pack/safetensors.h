@@ -41,6 +41,8 @@ class SafetensorsFile {
   // Reads the tensor converted to f32 (exact for F32, F16 and BF16); `out`
   // must hold n_elements(). Throws for any other dtype.
   void read_f32(const StTensor& t, float* out) const;
+  // Elements [first, first + n) of it, flattened row-major, into out[n].
+  void read_f32(const StTensor& t, uint64_t first, uint64_t n, float* out) const;
   // The tensor's stored bytes, any dtype; `out` must hold t.nbytes.
   void read_bytes(const StTensor& t, uint8_t* out) const;
 
@@ -71,6 +73,7 @@ class Checkpoint {
   // The file named in "missing tensor" errors: model.safetensors or the index.
   const std::string& label() const { return label_; }
   std::vector<float> read_f32(const StTensor& t) const;
+  std::vector<float> read_f32(const StTensor& t, uint64_t first, uint64_t n) const;
   std::vector<uint8_t> read_bytes(const StTensor& t) const;
 
  private:

@@ -32,15 +32,15 @@ void check_scales(const gguf::File& f, const PlanTensor& t) {
 
 void check_ternary(const gguf::File& f, const gguf::TensorInfo& info, const PlanTensor& t,
                    const std::vector<float>& data, ScaleRule rule) {
-  const uint64_t rb = gguf::row_bytes(t.type, t.cols);
-  const int64_t K = static_cast<int64_t>(t.cols);
-  std::vector<int8_t> want(t.cols), got(t.cols);
-  std::vector<uint16_t> d(t.cols / QK);
+  const uint64_t rb = gguf::row_bytes(t.type, t.stored_cols());
+  const int64_t K = static_cast<int64_t>(t.stored_cols());
+  std::vector<int8_t> want(t.stored_cols(), 0), got(t.stored_cols());  // padding stays 0
+  std::vector<uint16_t> d(t.stored_cols() / QK);
   for (uint64_t r = 0; r < t.rows; ++r) {
     const uint8_t* row = info.data + r * rb;
     row_trits(t, data, rule, r, want.data());
     unpack_ternary_row(t.type, row, K, got.data());
-    for (uint64_t k = 0; k < t.cols; ++k)
+    for (uint64_t k = 0; k < t.stored_cols(); ++k)
       if (want[k] != got[k])
         throw file_error(f.path(), "tensor " + t.name + " row " + std::to_string(r) + " weight " +
                                        std::to_string(k) + " is " + std::to_string(got[k]) +
@@ -57,27 +57,28 @@ void check_ternary(const gguf::File& f, const gguf::TensorInfo& info, const Plan
 }
 
 void check_float(const gguf::File& f, const gguf::TensorInfo& info, const PlanTensor& t,
-                 const std::vector<float>& data) {
+                 uint64_t first_row, std::span<const float> data) {
+  const uint64_t base = first_row * t.cols;
   for (uint64_t i = 0; i < data.size(); ++i) {
     bool same;
     if (t.type == TensorType::F32) {
-      same = std::memcmp(info.data + 4 * i, &data[i], 4) == 0;
+      same = std::memcmp(info.data + 4 * (base + i), &data[i], 4) == 0;
     } else {
       const uint16_t h = t.type == TensorType::F16 ? f32_to_fp16(data[i]) : f32_to_bf16(data[i]);
       uint16_t stored;
-      std::memcpy(&stored, info.data + 2 * i, 2);
+      std::memcpy(&stored, info.data + 2 * (base + i), 2);
       same = h == stored;
     }
     if (!same)
-      throw file_error(f.path(), "tensor " + t.name + " row " + std::to_string(i / t.cols) +
-                                     " element " + std::to_string(i % t.cols) +
+      throw file_error(f.path(), "tensor " + t.name + " row " + std::to_string((base + i) / t.cols) +
+                                     " element " + std::to_string((base + i) % t.cols) +
                                      " differs from the source");
   }
 }
 
 }  // namespace
 
-void verify_packed(const PackOptions& o) {
+void verify_packed(const PackOptions& o, const std::function<void(uint64_t)>& progress) {
   PackInputs in = load_inputs(o);
   gguf::File f = gguf::File::open(o.output_path);
 
@@ -108,16 +109,20 @@ void verify_packed(const PackOptions& o) {
     throw file_error(f.path(), "has " + std::to_string(f.tensors().size()) + " tensors, expected " +
                                    std::to_string(expected_count));
   for (PlanTensor& t : in.tensors) {
-    std::vector<float> data = read_values(in, t);
-    analyze(t, data, in.rule, o.type);
-    const TensorType types[] = {t.type};
-    const gguf::TensorInfo& info = f.tensor(t.name, types, t.dims);
     if (t.role == Role::Ternary) {
+      const std::vector<float> data = read_values(in, t);
+      analyze_ternary(t, data, in.rule, o.type);
+      const TensorType types[] = {t.type};
+      const gguf::TensorInfo& info = f.tensor(t.name, types, t.dims);
       check_scales(f, t);
       check_ternary(f, info, t, data, in.rule);
     } else {
-      check_float(f, info, t, data);
+      analyze(in, t, o.type);
+      const TensorType types[] = {t.type};
+      const gguf::TensorInfo& info = f.tensor(t.name, types, t.dims);
+      for_each_chunk(in, t, [&](uint64_t r0, std::span<const float> v) { check_float(f, info, t, r0, v); });
     }
+    if (progress) progress(t.src->nbytes);
   }
 }
 

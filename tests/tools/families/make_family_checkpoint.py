@@ -10,9 +10,14 @@ bitnet-2b4t-bf16 microsoft/bitnet-b1.58-2B-4T-bf16         BF16 latent [O, I] (a
 falcon3         tiiuae/Falcon3-*-1.58bit                   U8 [O/4, I] + BF16 weight_scale [1], W = T / scale
 llama3-1.58     HF1BitLLM/Llama3-8B-1.58-100B-tokens       U8 [O/4, I] + BF16 weight_scale [1], W = T / scale
 1bitllm         1bitLLM/bitnet_b1_58-large                 FP16 latent [O, I] (absmean per tensor)
+1bitllm-3b      1bitLLM/bitnet_b1_58-3B                    as 1bitllm, at widths that are not
+                                                           a multiple of 256 (3200 / 8640 in
+                                                           the real model; 200 / 540 here, with
+                                                           its head_dim of 100)
 trilm           SpectraSuite TriLM_*_Unpacked              FP16 [O, I], already s_row * {-1, 0, 1}
 
-Dimensions are tiny (hidden 256, intermediate 512, 2 layers, 4 heads) and the
+Dimensions are tiny (hidden 256, intermediate 512, 2 layers, 4 heads; see
+1bitllm-3b for the exception) and the
 tokenizer is tests/data/tiny_tokenizer.model (512 pieces): tokenization is not
 what the family tests check.
 
@@ -42,7 +47,8 @@ from make_tiny_checkpoint import count_pieces, to_bf16_bits, from_bf16_bits  # n
 HIDDEN, INTER, LAYERS, HEADS = 256, 512, 2, 4
 HEAD_DIM = HIDDEN // HEADS
 
-FAMILIES = ["bitnet-2b4t", "bitnet-2b4t-bf16", "falcon3", "llama3-1.58", "1bitllm", "trilm"]
+FAMILIES = ["bitnet-2b4t", "bitnet-2b4t-bf16", "falcon3", "llama3-1.58", "1bitllm", "1bitllm-3b",
+            "trilm"]
 
 
 # ---------------------------------------------------------------------------
@@ -113,6 +119,7 @@ class Spec:
 
     def __init__(self, family):
         self.family = family
+        self.hidden, self.inter, self.heads = HIDDEN, INTER, HEADS
         self.kv_heads = HEADS
         self.sub_norms = None          # (attn name, ffn name) under model.layers.N.
         self.linear = None             # "packed" | "latent" | "rowternary"
@@ -131,7 +138,10 @@ class Spec:
             self.linear = "packed"
             self.act = "silu"
             self.scale = "divide"
-        elif family == "1bitllm":
+        elif family in ("1bitllm", "1bitllm-3b"):
+            if family == "1bitllm-3b":
+                self.hidden, self.inter, self.heads = 200, 540, 2
+                self.kv_heads = 2
             self.sub_norms = ("self_attn.inner_attn_ln.weight", "mlp.ffn_layernorm.weight")
             self.linear = "latent"
             self.float_dtype = "F16"
@@ -148,8 +158,8 @@ class Spec:
 def config_for(spec, vocab):
     f = spec.family
     base = {
-        "hidden_size": HIDDEN, "intermediate_size": INTER, "num_hidden_layers": LAYERS,
-        "num_attention_heads": HEADS, "num_key_value_heads": spec.kv_heads,
+        "hidden_size": spec.hidden, "intermediate_size": spec.inter, "num_hidden_layers": LAYERS,
+        "num_attention_heads": spec.heads, "num_key_value_heads": spec.kv_heads,
         "vocab_size": vocab, "bos_token_id": 1, "eos_token_id": 2,
         "initializer_range": 0.02, "use_cache": True,
     }
@@ -184,7 +194,7 @@ def config_for(spec, vocab):
             "pretraining_tp": 1, "is_bitnet_config": True,
             "quantization_config": {"modules_to_not_convert": None, "quant_method": "bitnet"},
         }
-    elif f == "1bitllm":
+    elif f in ("1bitllm", "1bitllm-3b"):
         c = {
             "architectures": ["BitnetForCausalLM"], "model_type": "llama", "hidden_act": "silu",
             "max_position_embeddings": 2048, "rms_norm_eps": 1e-5, "rope_theta": 10000.0,
@@ -252,7 +262,8 @@ def main():
 
     # Per-linear scales: outputs of O(1) for q/k/v/gate/up from unit-RMS
     # inputs of width 256, block outputs comparable to the embedding.
-    kv = spec.kv_heads * HEAD_DIM
+    HIDDEN, INTER = spec.hidden, spec.inter  # noqa: N806 (the family's, not the defaults)
+    kv = spec.kv_heads * (HIDDEN // spec.heads)
     # A tied head reads the embedding: keep it small next to the block
     # outputs, or the residual makes every token predict itself.
     emb_std = 0.25 if spec.tied else 1.0
