@@ -19,12 +19,26 @@ code computes, in float32 (ternary x int8 products exactly):
 All: pre-norm RMSNorm (config rms_norm_eps), rotate_half RoPE, causal GQA
 softmax attention with 1/sqrt(head_dim).
 
+--mutate llamacpp computes the model as llama.cpp's CPU backend (ggml) runs
+the TQ2_0/TQ1_0 file tern packs from it (default f16 KV cache, no flash
+attention), to tell llama.cpp's numbers apart from a misread file:
+  every ternary linear is a TQ matmul: its input goes through
+      quantize_row_q8_K (one scale per 256 values, not the family's per-token
+      int8 or float activations) and the weight is T times the fp16 block
+      scale d (the scale T multiplies, rounded to fp16);
+  q, k, v (after RoPE) and the softmax probabilities are rounded to f16:
+      the f16 KV cache, and F16 x F32 matmuls convert the F32 side to F16
+      (vec_dot_type of F16 is F16);
+  the head's input is rounded to the head's storage type (F16, or BF16 when
+      F16 cannot hold the head exactly, as tern packs it).
+
 usage:
   reference.py CKPT logits TOKENS_CSV OUT.bin            float32 logits [T][vocab]
   reference.py CKPT sample --seed S --n N --prompt CSV OUT.txt   (temperature 1)
   reference.py CKPT greedy --n N --prompt CSV OUT.txt
   --mutate WHAT (any command): a deliberately wrong variant, WHAT in
-      silu-for-relu2, relu2-for-silu, float-activations, no-sub-norms, invert-scale
+      silu-for-relu2, relu2-for-silu, float-activations, no-sub-norms, invert-scale;
+      or llamacpp: the same model in llama.cpp's CPU arithmetic (below)
 Sequences are written as comma-separated ids, prompt included.
 """
 import argparse
@@ -35,8 +49,10 @@ import sys
 
 import numpy as np
 
-MUTATIONS = ["silu-for-relu2", "relu2-for-silu", "float-activations", "no-sub-norms", "invert-scale"]
+MUTATIONS = ["silu-for-relu2", "relu2-for-silu", "float-activations", "no-sub-norms", "invert-scale",
+             "llamacpp"]
 F32 = np.float32
+QK_K = 256  # ggml's super-block: q8_K, TQ1_0 and TQ2_0 blocks
 
 
 def read_safetensors(path):
@@ -75,6 +91,19 @@ def read_checkpoint(d):
     return w
 
 
+def checkpoint_dtypes(d):
+    """{tensor name: safetensors dtype}, from the headers only."""
+    idx = os.path.join(d, "model.safetensors.index.json")
+    files = (sorted(set(json.load(open(idx))["weight_map"].values()))
+             if os.path.exists(idx) else ["model.safetensors"])
+    out = {}
+    for name in files:
+        with open(os.path.join(d, name), "rb") as f:
+            n = struct.unpack("<Q", f.read(8))[0]
+            out.update({k: t["dtype"] for k, t in json.loads(f.read(n)).items() if k != "__metadata__"})
+    return out
+
+
 def unpack_weights(packed):
     # transformers.integrations.bitnet.unpack_weights: rows i*R .. (i+1)*R-1
     # are bit-field i (bits 2i, 2i+1) of the R packed rows; code - 1 = trit.
@@ -103,6 +132,36 @@ def act_quant_int(x):
     return q, s
 
 
+def f16_round(x):
+    return np.asarray(x, dtype=F32).astype(np.float16).astype(F32)
+
+
+def bf16_round(x):
+    # ggml_compute_fp32_to_bf16: round to nearest even (no NaNs here).
+    u = np.asarray(x, dtype=F32).view(np.uint32)
+    return ((u + np.uint32(0x7fff) + ((u >> 16) & 1)) & np.uint32(0xffff0000)).view(F32)
+
+
+def q8_k(x):
+    """ggml's quantize_row_q8_K_ref on each row, zero-padded to whole blocks:
+    per block of 256, max = the value of largest magnitude (the first if
+    tied), iscale = -127 / max, q = min(127, nearest_int(iscale * x)) (round
+    half to even), d = 1 / iscale; an all-zero block has d = 0, q = 0.
+    Returns (q [T][blocks][256] as float32, d [T][blocks])."""
+    T, n = x.shape
+    nb = -(-n // QK_K)
+    b = np.zeros((T, nb * QK_K), dtype=F32)
+    b[:, :n] = x
+    b = b.reshape(T, nb, QK_K)
+    mx = np.take_along_axis(b, np.abs(b).argmax(-1)[..., None], -1)[..., 0]
+    zero = mx == 0
+    iscale = (F32(-127.0) / np.where(zero, F32(1.0), mx)).astype(F32)
+    q = np.minimum(F32(127.0), np.rint((b * iscale[..., None]).astype(F32))).astype(F32)
+    q[zero] = 0
+    d = np.where(zero, F32(0.0), (F32(1.0) / iscale).astype(F32)).astype(F32)
+    return q, d
+
+
 def rms_norm(x, w, eps):
     # LlamaRMSNorm: w * (x * rsqrt(mean(x^2) + eps)), in float32.
     var = np.mean(x.astype(np.float64) ** 2, axis=-1, keepdims=True)
@@ -124,6 +183,7 @@ class Model:
     def __init__(self, d, mutate=None):
         self.cfg = cfg = json.load(open(os.path.join(d, "config.json")))
         self.W = read_checkpoint(d)
+        self.path = d
         self.mutate = mutate
         arch = (cfg.get("architectures") or [cfg.get("model_type")])[0]
         qc = cfg.get("quantization_config") or {}
@@ -191,7 +251,41 @@ class Model:
         self._cache[name] = r
         return r
 
+    def tq_weight(self, name):
+        """llama.cpp's view of a ternary linear as tern packs it: (T [O][I],
+        fp16 block scale d [O]) with W = T * d."""
+        key = name + " tq"
+        if key in self._cache:
+            return self._cache[key]
+        w, how, sc = self.weight(name)
+        if how is None:  # TriLM: each row is already s_row * {-1, 0, 1}
+            t = np.sign(w).astype(F32)
+            d = np.max(np.abs(w), axis=1)
+        else:
+            divide = how == "absmean" or self.kind == "bitlinear"  # W = T / s
+            t = w
+            d = np.full(w.shape[0], (F32(1.0) / sc) if divide else sc, dtype=F32)
+        r = (t, f16_round(d))
+        self._cache[key] = r
+        return r
+
+    def tq_linear(self, x, name):
+        """ggml_vec_dot_tq{1,2}_0_q8_K: per block, the exact integer sum of
+        q8_K codes times trits, times (q8_K's d * the fp16 d) in float32,
+        summed over blocks in float32."""
+        t, d = self.tq_weight(name)
+        q, dx = q8_k(x)
+        nb = q.shape[1]
+        tp = np.zeros((t.shape[0], nb * QK_K), dtype=F32)
+        tp[:, :t.shape[1]] = t
+        tp = tp.reshape(t.shape[0], nb, QK_K)
+        sums = np.matmul(q.transpose(1, 0, 2), tp.transpose(1, 2, 0))  # [nb][T][O], exact
+        scale = (dx.T[:, :, None] * d[None, None, :]).astype(F32)
+        return np.sum((sums * scale).astype(F32), axis=0, dtype=F32)
+
     def linear(self, x, name):
+        if self.mutate == "llamacpp":
+            return self.tq_linear(x, name)
         w, how, sc = self.weight(name)
         if how is None:
             return (x @ w.T).astype(F32)
@@ -210,6 +304,15 @@ class Model:
         if divide:   # BitLinear: y / (s_x * weight_scale)
             return (y / (xs * sc)).astype(F32)
         return ((y / xs) * sc).astype(F32)  # AutoBitLinear offline: F.linear(q / s_x, T) * weight_scale
+
+    def head_round(self, x):
+        """x rounded to the type tern stores the head in: F32 stays F32, F16
+        is F16, BF16 is F16 when that is exact, else BF16."""
+        name = "lm_head.weight" if self.head is not self.emb else "model.embed_tokens.weight"
+        dt = checkpoint_dtypes(self.path)[name]
+        if dt == "F16" or (dt == "BF16" and np.array_equal(f16_round(self.head), self.head)):
+            return f16_round(x)
+        return bf16_round(x) if dt == "BF16" else x
 
     # -- forward -------------------------------------------------------------
 
@@ -231,6 +334,8 @@ class Model:
             k = self.linear(a, p + "self_attn.k_proj.weight").reshape(T, KVH, hd)
             v = self.linear(a, p + "self_attn.v_proj.weight").reshape(T, KVH, hd)
             q, k = rope(q, pos, self.theta), rope(k, pos, self.theta)
+            if self.mutate == "llamacpp":  # f16 KV cache; q meets it as F16
+                q, k, v = f16_round(q), f16_round(k), f16_round(v)
             if past is not None:
                 if len(past) <= l:
                     past.append((k, v))
@@ -243,6 +348,8 @@ class Model:
             s = np.einsum("thd,shd->hts", q, k).astype(F32) / F32(np.sqrt(hd)) + mask
             s = np.exp(s - s.max(-1, keepdims=True))
             s /= s.sum(-1, keepdims=True)
+            if self.mutate == "llamacpp":  # F16 V times F32 probabilities
+                s = f16_round(s)
             o = np.einsum("hts,shd->thd", s, v).reshape(T, H * hd).astype(F32)
             if self.sub:
                 o = rms_norm(o, self.W[p + self.sub[0]], eps)
@@ -260,6 +367,8 @@ class Model:
                 f = rms_norm(f, self.W[p + self.sub[1]], eps)
             x = x + self.linear(f, p + "mlp.down_proj.weight")
         x = rms_norm(x, self.W["model.norm.weight"], eps)
+        if self.mutate == "llamacpp":  # the head's storage type is its vec_dot_type
+            x = self.head_round(x)
         return (x @ self.head.T).astype(F32)
 
 
