@@ -137,7 +137,8 @@ void check_call(const TernaryMatrix& w, ActMode mode, int64_t n, int64_t r0, int
   if (w.cols <= 0 || w.cols % QK != 0)
     fail("cols " + std::to_string(w.cols) + " is not a positive multiple of " + std::to_string(QK));
   if (w.rows < 0) fail("negative rows " + std::to_string(w.rows));
-  if (w.data == nullptr && w.rows > 0) fail("matrix has no data");
+  // A prepared matrix may have let its stored bytes go (Model::load).
+  if (w.data == nullptr && w.packed == nullptr && w.rows > 0) fail("matrix has no data");
   if (mode == ActMode::Float && w.row_scale == nullptr && w.rows > 0) fail("matrix has no row scales");
   if (n < 0) fail("negative vector count " + std::to_string(n));
   if (r0 < 0 || r0 > r1 || r1 > w.rows)

@@ -127,6 +127,12 @@ class File {
   const TensorInfo& tensor(std::string_view name, std::span<const TensorType> types,
                            std::span<const uint64_t> dims) const;
 
+  // Drops this process's pages of a tensor it has copied elsewhere (a
+  // repack at load), so they stop counting as resident; reading the tensor
+  // again still works (the pages fault back in from the file). A no-op for
+  // parsed buffers.
+  void release(const TensorInfo& t) const;
+
  private:
   File() = default;
   void parse_all();

@@ -22,7 +22,8 @@ struct TernaryMatrix {
   gguf::TensorType type = gguf::TensorType::TQ2_0;  // TQ1_0 or TQ2_0
   int64_t rows = 0;                // M (output features)
   int64_t cols = 0;                // K (input features), K % 256 == 0
-  const uint8_t* data = nullptr;   // rows * row_bytes, GGUF block layout
+  const uint8_t* data = nullptr;   // rows * row_bytes, GGUF block layout; may be null
+                                   // once prepare() has made `packed`
   const float* row_scale = nullptr;  // [rows]
   const void* packed = nullptr;    // kernel-private layout made by prepare()
 };

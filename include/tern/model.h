@@ -53,7 +53,8 @@ struct FloatMatrix {
 struct Linear {
   TernaryMatrix w;
   std::vector<float> scales;          // [w.rows]
-  std::vector<uint8_t> converted;     // w's TQ2_0 bytes when the file holds another type (I2_S)
+  std::vector<uint8_t> converted;     // w's TQ2_0 bytes when the file holds another type (I2_S);
+                                      // freed (w.data null) once a kernel has prepared its layout
   std::shared_ptr<const void> packed;  // the kernel set's own layout, if it has one
 };
 

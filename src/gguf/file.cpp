@@ -68,6 +68,16 @@ File File::open(const std::string& path) {
   return f;
 }
 
+void File::release(const TensorInfo& t) const {
+  if (!map_ || t.nbytes == 0) return;
+  // Only whole pages inside the tensor: its neighbours stay mapped in.
+  const uintptr_t page = uintptr_t(::sysconf(_SC_PAGESIZE));
+  const uintptr_t lo = (reinterpret_cast<uintptr_t>(t.data) + page - 1) / page * page;
+  const uintptr_t hi = (reinterpret_cast<uintptr_t>(t.data) + t.nbytes) / page * page;
+  // A read-only private mapping: MADV_DONTNEED only forgets clean pages.
+  if (hi > lo) ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
+}
+
 File File::parse(std::span<const uint8_t> bytes, const std::string& name) {
   File f;
   f.path_ = name;
