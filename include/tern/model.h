@@ -4,8 +4,10 @@
 // exact per-row scales are copied out.
 #pragma once
 #include <cstdint>
+#include <cstdlib>
 #include <initializer_list>
 #include <memory>
+#include <new>
 #include <span>
 #include <string>
 #include <vector>
@@ -79,6 +81,29 @@ struct Weights {
   FloatMatrix output;                 // [vocab x dim]; token_embd when tied
 };
 
+// A zero-filled array from calloc. Large ones come straight from mmap, so
+// pages never written take no memory: a KV cache sized for the trained
+// context costs only the positions a run reaches.
+template <class T>
+class ZeroedArray {
+ public:
+  void assign(size_t n) {
+    p_.reset(n ? static_cast<T*>(std::calloc(n, sizeof(T))) : nullptr);
+    if (n && !p_) throw std::bad_alloc();
+    n_ = n;
+  }
+  T* data() { return p_.get(); }
+  const T* data() const { return p_.get(); }
+  size_t size() const { return n_; }
+
+ private:
+  struct Free {
+    void operator()(T* p) const { std::free(p); }
+  };
+  std::unique_ptr<T, Free> p_;
+  size_t n_ = 0;
+};
+
 // Buffers for a batch of up to `max_batch` tokens and a KV cache of
 // `max_seq` positions.
 struct RunState {
@@ -98,8 +123,8 @@ struct RunState {
   std::vector<float> xq_scale; // [max_batch] 127 / absmax per token
   std::vector<int32_t> isum;   // [max_batch][max(q_dim + 2 kv_dim, 2 hidden_dim, dim)] int8 sums
   std::vector<float> logits;   // [n][vocab] of the last forward() (grows on demand)
-  std::vector<float> key_cache;    // [n_layers][max_seq][kv_dim]
-  std::vector<float> value_cache;  // [n_layers][max_seq][kv_dim]
+  ZeroedArray<float> key_cache;    // [n_layers][max_seq][kv_dim]
+  ZeroedArray<float> value_cache;  // [n_layers][max_seq][kv_dim]
 };
 
 class Model {

@@ -43,8 +43,8 @@ void Model::reset(int max_seq, int max_batch) {
   s.isum.assign(B * group_rows, 0);
   s.logits.assign(size_t(c.vocab_size), 0.0f);
   const size_t cache = size_t(c.n_layers) * max_seq * c.kv_dim();
-  s.key_cache.assign(cache, 0.0f);
-  s.value_cache.assign(cache, 0.0f);
+  s.key_cache.assign(cache);
+  s.value_cache.assign(cache);
 }
 
 // Products that share the input x[n][in_dim] (q, k and v; gate and up), in
