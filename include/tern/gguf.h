@@ -131,7 +131,8 @@ class File {
   // repack at load), so they stop counting as resident; reading the tensor
   // again still works (the pages fault back in from the file). A no-op for
   // parsed buffers.
-  void release(const TensorInfo& t) const;
+  void release(const TensorInfo& t) const { release(t.data, t.nbytes); }
+  void release(const uint8_t* data, uint64_t nbytes) const;  // a range of a tensor
 
  private:
   File() = default;

@@ -68,12 +68,13 @@ File File::open(const std::string& path) {
   return f;
 }
 
-void File::release(const TensorInfo& t) const {
-  if (!map_ || t.nbytes == 0) return;
-  // Only whole pages inside the tensor: its neighbours stay mapped in.
+void File::release(const uint8_t* data, uint64_t nbytes) const {
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(base_), at = reinterpret_cast<uintptr_t>(data);
+  if (!map_ || nbytes == 0 || at < begin || at - begin > size_ || nbytes > size_ - (at - begin)) return;
+  // Only whole pages inside the range: its neighbours stay mapped in.
   const uintptr_t page = uintptr_t(::sysconf(_SC_PAGESIZE));
-  const uintptr_t lo = (reinterpret_cast<uintptr_t>(t.data) + page - 1) / page * page;
-  const uintptr_t hi = (reinterpret_cast<uintptr_t>(t.data) + t.nbytes) / page * page;
+  const uintptr_t lo = (reinterpret_cast<uintptr_t>(data) + page - 1) / page * page;
+  const uintptr_t hi = (reinterpret_cast<uintptr_t>(data) + nbytes) / page * page;
   // A read-only private mapping: MADV_DONTNEED only forgets clean pages.
   if (hi > lo) ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
 }

@@ -120,8 +120,15 @@ void verify_packed(const PackOptions& o, const std::function<void(uint64_t)>& pr
       analyze(in, t, o.type);
       const TensorType types[] = {t.type};
       const gguf::TensorInfo& info = f.tensor(t.name, types, t.dims);
-      for_each_chunk(in, t, [&](uint64_t r0, std::span<const float> v) { check_float(f, info, t, r0, v); });
+      const uint64_t elem = t.type == TensorType::F32 ? 4 : 2;
+      for_each_chunk(in, t, [&](uint64_t r0, std::span<const float> v) {
+        check_float(f, info, t, r0, v);
+        f.release(info.data + r0 * t.cols * elem, v.size() * elem);
+      });
     }
+    // Checked pages of the output need not stay resident (they would add
+    // the whole file to pack --verify's peak memory).
+    f.release(*f.find_tensor(t.name));
     if (progress) progress(t.src->nbytes);
   }
 }
