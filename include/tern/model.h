@@ -38,6 +38,9 @@ struct Config {
   FfnAct ffn_act = FfnAct::SiLU;
   RopeStyle rope = RopeStyle::Pairs;
   bool sub_norms = false;
+  // An RMSNorm on the input of every ternary linear (transformers'
+  // use_rms_norm, Falcon-E): its eps, 0 when the file has none.
+  float linear_norm_eps = 0;
 
   int q_dim() const { return n_heads * head_dim; }
   int kv_dim() const { return n_kv_heads * head_dim; }
@@ -55,6 +58,7 @@ struct FloatMatrix {
 struct Linear {
   TernaryMatrix w;
   std::vector<float> scales;          // [w.rows]
+  const float* in_norm = nullptr;     // [logical cols] its input's RMSNorm weight, if the file has them
   std::vector<uint8_t> converted;     // w's TQ2_0 bytes when the file holds another type (I2_S);
                                       // freed (w.data null) once a kernel has prepared its layout
   std::shared_ptr<const void> packed;  // the kernel set's own layout, if it has one
@@ -117,8 +121,8 @@ struct RunState {
   std::vector<float> hb;       // [max_batch][hidden_dim] gate, then act(gate)*up
   std::vector<float> hb2;      // [max_batch][hidden_dim] up
   std::vector<float> att;      // [n_threads][max_seq] attention scores
-  std::vector<float> xpad;     // [max_batch][widest K] input padded to whole blocks; empty
-                               // when every width is a multiple of QK
+  std::vector<float> xpad;     // [max_batch][widest K] input padded to whole blocks or
+                               // through a linear's own norm; empty when neither is needed
   std::vector<int8_t> xq;      // [max_batch][widest K] int8 input, K = padded_cols(width)
   std::vector<float> xq_scale; // [max_batch] 127 / absmax per token
   std::vector<int32_t> isum;   // [max_batch][max(q_dim + 2 kv_dim, 2 hidden_dim, dim)] int8 sums

@@ -35,7 +35,7 @@ void Model::reset(int max_seq, int max_batch) {
   s.hb.assign(B * c.hidden_dim, 0.0f);
   s.hb2.assign(B * c.hidden_dim, 0.0f);
   s.att.assign(size_t(omp_get_max_threads()) * max_seq, 0.0f);
-  s.xpad.assign(padded ? B * widest : 0, 0.0f);
+  s.xpad.assign(padded || c.linear_norm_eps > 0 ? B * widest : 0, 0.0f);
   s.xq.assign(B * widest, 0);
   s.xq_scale.assign(B, 0.0f);
   // Sums of the widest group of products sharing an input (linears).
@@ -57,7 +57,22 @@ void Model::linears(std::initializer_list<Product> ps, const float* x, int n, in
   RunState& s = state_;
   const bool int8 = config_.act_mode == ActMode::Int8;
   const size_t K = size_t(ps.begin()->l->w.cols), D = size_t(in_dim);
-  if (int8) {
+  if (const float* norm = ps.begin()->l->in_norm) {
+    // Each linear normalizes the input with its own weights: no sharing.
+    if (ps.size() > 1) {
+      for (const Product& p : ps) linears({p}, x, n, in_dim);
+      return;
+    }
+    for (size_t i = 0; i < size_t(n); ++i) {
+      ops::rmsnorm(s.xpad.data() + i * K, x + i * D, norm, in_dim, config_.linear_norm_eps);
+      std::fill(s.xpad.data() + i * K + D, s.xpad.data() + (i + 1) * K, 0.0f);
+    }
+    x = s.xpad.data();
+    if (int8) {
+      for (size_t i = 0; i < size_t(n); ++i)
+        s.xq_scale[i] = ops::quantize_int8(x + i * K, s.xq.data() + i * K, int(K));
+    }
+  } else if (int8) {
     for (size_t i = 0; i < size_t(n); ++i) {
       int8_t* q = s.xq.data() + i * K;
       s.xq_scale[i] = ops::quantize_int8(x + i * D, q, in_dim);

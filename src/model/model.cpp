@@ -4,6 +4,7 @@
 #include "tern/model.h"
 
 #include <array>
+#include <tuple>
 #include <cmath>
 #include <cstring>
 
@@ -66,6 +67,11 @@ Config read_config(const gguf::File& f) {
   c.ffn_act = c.family->ffn_act;
   c.rope = c.family->rope;
   c.sub_norms = c.family->has_sub_norms();
+  if (const gguf::Value* eps = f.find("tern.linear_norm_eps")) {
+    c.linear_norm_eps = float(eps->as_float("tern.linear_norm_eps"));
+    if (!(c.linear_norm_eps > 0))
+      throw file_error(f.path(), "tern.linear_norm_eps must be positive");
+  }
   const gguf::Value* mode = f.find("tern.activation_mode");
   const std::string m = mode ? mode->as_string("tern.activation_mode")
                              : c.family->int8_activations ? "int8" : "float";
@@ -240,6 +246,13 @@ std::unique_ptr<Model> Model::load(const std::string& path) {
     L.w_up = load_linear(f, p + "ffn_up.weight", c.hidden_dim, c.dim);
     if (c.sub_norms) L.ffn_sub_norm = norm_vector(f, p + "ffn_sub_norm.weight", c.hidden_dim);
     L.w_down = load_linear(f, p + "ffn_down.weight", c.dim, c.hidden_dim);
+    if (c.linear_norm_eps > 0) {
+      for (auto [lin, name, width] :
+           {std::tuple{&L.wq, "attn_q", c.dim}, {&L.wk, "attn_k", c.dim}, {&L.wv, "attn_v", c.dim},
+            {&L.wo, "attn_output", c.q_dim()}, {&L.w_gate, "ffn_gate", c.dim},
+            {&L.w_up, "ffn_up", c.dim}, {&L.w_down, "ffn_down", c.hidden_dim}})
+        lin->in_norm = norm_vector(f, p + name + ".rms_norm.weight", width);
+    }
   }
   c.weight_type = w.layers[0].wq.w.type;
   if (m->kernels_->prepare) {

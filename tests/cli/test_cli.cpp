@@ -89,6 +89,14 @@ TEST_F(Cli, InfoNamesPaddedRows) {
   EXPECT_EQ(cli("info " + quote(model_path())).out.find("padded rows"), std::string::npos);
 }
 
+TEST_F(Cli, InfoNamesLinearInputNorms) {
+  const std::string m = (tern::test::test_models() / "family-falcon-e" / "tq2_0.gguf").string();
+  auto r = cli("info " + quote(m));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find(", an RMSNorm inside every ternary linear)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("blk.0.ffn_down.rms_norm.weight"), std::string::npos) << r.out;
+}
+
 TEST_F(Cli, KernelsListsScalarAsSelectedWhenForced) {
   auto r = cli("kernels --kernel scalar");
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -58,6 +58,9 @@ const std::vector<FamilyCase>& cases() {
       {"1bitllm-3b", "bitnet", tern::ActMode::Int8,
        {"relu2-for-silu", "float-activations", "no-sub-norms"}},
       {"trilm", "llama", tern::ActMode::Float, {"relu2-for-silu"}},
+      // use_rms_norm: each ternary linear normalizes its own input.
+      {"falcon-e", "llama", tern::ActMode::Int8,
+       {"relu2-for-silu", "float-activations", "invert-scale", "no-linear-norms"}},
   };
   return c;
 }
@@ -318,7 +321,7 @@ TEST_P(FamiliesSensitivity, EveryFamilyFeatureMovesPerplexity) {
 
 INSTANTIATE_TEST_SUITE_P(All, FamiliesSensitivity,
                          ::testing::Values("bitnet-2b4t", "bitnet-2b4t-bf16", "falcon3",
-                                           "llama3-1.58", "1bitllm", "1bitllm-3b", "trilm"),
+                                           "llama3-1.58", "1bitllm", "1bitllm-3b", "trilm", "falcon-e"),
                          [](const auto& info) { return param_name(info.param); });
 
 }  // namespace

@@ -79,9 +79,10 @@ TEST(PackHfConfig, Errors) {
   msg = error_of([&] { load_config(config_with(dir, R"(,"quantization_config":{"quant_method":"gptq"})")); });
   EXPECT_NE(msg.find("quant_method 'gptq' is not supported"), std::string::npos) << msg;
   msg = error_of([&] {
-    load_config(config_with(dir, R"(,"quantization_config":{"quant_method":"bitnet","use_rms_norm":true})"));
+    load_config(config_with(
+        dir, R"(,"quantization_config":{"quant_method":"bitnet","use_rms_norm":true,"rms_norm_eps":-1})"));
   });
-  EXPECT_NE(msg.find("use_rms_norm (an RMSNorm inside every linear) is not supported"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("quantization_config.rms_norm_eps must be a positive number"), std::string::npos) << msg;
   msg = error_of([&] {
     load_config(config_with(dir, R"(,"quantization_config":{"quant_method":"bitnet","linear_class":"foo"})"));
   });

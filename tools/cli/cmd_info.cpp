@@ -23,11 +23,12 @@ void run_info(const std::string& path) {
               double(f.file_size()) / (1 << 20));
   if (const gguf::Value* v = f.find("general.name"))
     std::printf("name:            %s\n", v->as_string("general.name").c_str());
-  std::printf("architecture:    %s (family: %s; %s, RoPE on %s%s)\n",
+  std::printf("architecture:    %s (family: %s; %s, RoPE on %s%s%s)\n",
               std::string(c.family->gguf_arch).c_str(), std::string(c.family->name).c_str(),
               c.ffn_act == FfnAct::SiLU ? "SwiGLU" : "relu2 GLU",
               c.rope == RopeStyle::Pairs ? "adjacent pairs" : "halves",
-              c.sub_norms ? ", sub-norms" : "");
+              c.sub_norms ? ", sub-norms" : "",
+              c.linear_norm_eps > 0 ? ", an RMSNorm inside every ternary linear" : "");
   std::printf("dim %d, ffn %d, layers %d, heads %d, kv heads %d, head dim %d\n", c.dim,
               c.hidden_dim, c.n_layers, c.n_heads, c.n_kv_heads, c.head_dim);
   std::printf("vocab %d, context %d, rope theta %g, norm eps %g, output %s\n", c.vocab_size,

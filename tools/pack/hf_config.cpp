@@ -143,8 +143,16 @@ HfConfig load_config(const std::string& path) {
       else if (lc == "autobitlinear") c.scale_convention = ScaleConvention::Multiply;
       else throw r.bad("quantization_config.linear_class '" + lc + "' is not supported");
     }
-    if (q.contains("use_rms_norm") && q["use_rms_norm"] == true)
-      throw r.bad("quantization_config.use_rms_norm (an RMSNorm inside every linear) is not supported");
+    if (q.contains("use_rms_norm") && q["use_rms_norm"] == true) {
+      // transformers' BitNetQuantConfig default, as its BitLinear uses it.
+      float eps = 1e-6f;
+      if (q.contains("rms_norm_eps")) {
+        if (!q["rms_norm_eps"].is_number() || !(q["rms_norm_eps"].get<double>() > 0))
+          throw r.bad("quantization_config.rms_norm_eps must be a positive number");
+        eps = q["rms_norm_eps"].get<float>();
+      }
+      c.linear_norm_eps = eps;
+    }
   }
   return c;
 }

@@ -28,6 +28,9 @@ struct HfConfig {
   // How a packed weight_scale applies: quantization_config.linear_class
   // ("bitlinear" divides, "autobitlinear" multiplies), else the family's.
   ScaleConvention scale_convention = ScaleConvention::Divide;
+  // quantization_config.use_rms_norm (Falcon-E): an RMSNorm with this eps on
+  // the input of every ternary linear, weights <linear>.rms_norm.weight.
+  std::optional<float> linear_norm_eps;
 
   bool is_bitnet() const { return quant_method == "bitnet"; }
   // BitNet b1.58 inference: int8 activations per token.

@@ -48,6 +48,11 @@
 //   tern.tokenizer.eog_ids     i32[]   generation_config.json's eos_token_id list
 //   tern.source.dtype          string  safetensors dtype(s) of the source, e.g. "BF16" or
 //                                      "BF16,F32"
+//   tern.linear_norm_eps       f32     present when the checkpoint's quantization_config
+//                                      has use_rms_norm (Falcon-E): every ternary linear's
+//                                      input goes through an RMSNorm with this eps and the
+//                                      weights blk.N.<linear>.rms_norm.weight (F32, tern-only
+//                                      names; llama.cpp does not run such a file)
 //
 // Tensors (GGUF dims are the safetensors shape reversed): token_embd.weight,
 // then per layer blk.N.{attn_norm, attn_q, attn_k, attn_v, [attn_sub_norm],
@@ -104,6 +109,7 @@ void set_metadata(gguf::Writer& w, const PackInputs& in, const PackOptions& o) {
   w.set("tern.scale_rule", Value::string(scale_rule_name(in.rule)));
   tok::write_spec(w, in.tok, tok::KeyGroup::Tern);
   w.set("tern.source.dtype", Value::string(in.source_dtypes));
+  if (c.linear_norm_eps) w.set("tern.linear_norm_eps", Value::f32(*c.linear_norm_eps));
   for (const PlanTensor& pt : in.tensors)
     if (pt.role == Role::Ternary) w.set("tern.scale." + pt.name, Value::f32_array(pt.scales));
 }

@@ -49,21 +49,27 @@ std::vector<Expect> expected_tensors(const HfConfig& c, bool with_output) {
   for (uint32_t l = 0; l < c.n_layers; ++l) {
     const std::string s = "model.layers." + std::to_string(l) + ".";
     const std::string g = "blk." + std::to_string(l) + ".";
+    // A linear, preceded by its input norm when the checkpoint has them
+    // (use_rms_norm): blk.N.<linear>.rms_norm.weight, a tern-only name.
+    auto linear = [&](const std::string& src, const std::string& name, uint64_t rows, uint64_t cols,
+                      uint32_t heads = 0) {
+      if (c.linear_norm_eps)
+        e.push_back({s + src + ".rms_norm.weight", g + name + ".rms_norm.weight", Role::Norm, {cols}});
+      e.push_back({s + src + ".weight", g + name + ".weight", Role::Ternary, {rows, cols}, heads});
+    };
     e.push_back({s + "input_layernorm.weight", g + "attn_norm.weight", Role::Norm, {H}});
-    e.push_back({s + "self_attn.q_proj.weight", g + "attn_q.weight", Role::Ternary, {Q, H},
-                 permute ? c.n_heads : 0});
-    e.push_back({s + "self_attn.k_proj.weight", g + "attn_k.weight", Role::Ternary, {KV, H},
-                 permute ? c.n_kv_heads : 0});
-    e.push_back({s + "self_attn.v_proj.weight", g + "attn_v.weight", Role::Ternary, {KV, H}});
+    linear("self_attn.q_proj", "attn_q", Q, H, permute ? c.n_heads : 0);
+    linear("self_attn.k_proj", "attn_k", KV, H, permute ? c.n_kv_heads : 0);
+    linear("self_attn.v_proj", "attn_v", KV, H);
     if (fam.has_sub_norms())
       e.push_back({s + std::string(fam.hf_attn_sub_norm), g + "attn_sub_norm.weight", Role::Norm, {Q}});
-    e.push_back({s + "self_attn.o_proj.weight", g + "attn_output.weight", Role::Ternary, {H, Q}});
+    linear("self_attn.o_proj", "attn_output", H, Q);
     e.push_back({s + "post_attention_layernorm.weight", g + "ffn_norm.weight", Role::Norm, {H}});
-    e.push_back({s + "mlp.gate_proj.weight", g + "ffn_gate.weight", Role::Ternary, {F, H}});
-    e.push_back({s + "mlp.up_proj.weight", g + "ffn_up.weight", Role::Ternary, {F, H}});
+    linear("mlp.gate_proj", "ffn_gate", F, H);
+    linear("mlp.up_proj", "ffn_up", F, H);
     if (fam.has_sub_norms())
       e.push_back({s + std::string(fam.hf_ffn_sub_norm), g + "ffn_sub_norm.weight", Role::Norm, {F}});
-    e.push_back({s + "mlp.down_proj.weight", g + "ffn_down.weight", Role::Ternary, {H, F}});
+    linear("mlp.down_proj", "ffn_down", H, F);
   }
   e.push_back({"model.norm.weight", "output_norm.weight", Role::Norm, {H}});
   if (with_output) e.push_back({"lm_head.weight", "output.weight", Role::Embedding, {V, H}});

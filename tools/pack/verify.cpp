@@ -89,6 +89,10 @@ void verify_packed(const PackOptions& o, const std::function<void(uint64_t)>& pr
   };
   expect_string("general.architecture", std::string(in.cfg.family->gguf_arch));
   expect_string("tern.scale_rule", scale_rule_name(in.rule));
+  const gguf::Value* eps = f.find("tern.linear_norm_eps");
+  if (bool(eps) != bool(in.cfg.linear_norm_eps) ||
+      (eps && float(eps->as_float("tern.linear_norm_eps")) != *in.cfg.linear_norm_eps))
+    throw file_error(f.path(), "tern.linear_norm_eps differs from quantization_config.rms_norm_eps");
   expect_string("tern.activation_mode", in.cfg.int8_activations() ? "int8" : "float");
   const uint64_t ftype = o.type == TensorType::TQ1_0 ? 36 : 37;
   if (f.get("general.file_type").as_uint("general.file_type") != ftype)

@@ -15,6 +15,9 @@ llama3-1.58     HF1BitLLM/Llama3-8B-1.58-100B-tokens       U8 [O/4, I] + BF16 we
                                                            the real model; 200 / 540 here, with
                                                            its head_dim of 100)
 trilm           SpectraSuite TriLM_*_Unpacked              FP16 [O, I], already s_row * {-1, 0, 1}
+falcon-e        tiiuae/Falcon-E-* as transformers'          U8 [O/4, I] + BF16 weight_scale [1], W = T * scale,
+                BitNetQuantConfig(use_rms_norm=True) saves it  and <linear>.rms_norm.weight [I] before each
+                (the real config.json is UNCONFIRMED)      linear (eps quantization_config.rms_norm_eps)
 
 Dimensions are tiny (hidden 256, intermediate 512, 2 layers, 4 heads; see
 1bitllm-3b for the exception) and the
@@ -48,7 +51,7 @@ HIDDEN, INTER, LAYERS, HEADS = 256, 512, 2, 4
 HEAD_DIM = HIDDEN // HEADS
 
 FAMILIES = ["bitnet-2b4t", "bitnet-2b4t-bf16", "falcon3", "llama3-1.58", "1bitllm", "1bitllm-3b",
-            "trilm"]
+            "trilm", "falcon-e"]
 
 
 # ---------------------------------------------------------------------------
@@ -126,6 +129,7 @@ class Spec:
         self.float_dtype = "BF16"
         self.tied = False
         self.vocab_pad = 0
+        self.linear_norms = False      # use_rms_norm: an RMSNorm inside every linear
         if family in ("bitnet-2b4t", "bitnet-2b4t-bf16"):
             self.kv_heads = 1          # 20 heads / 5 KV heads in the real model: 4 per group
             self.sub_norms = ("self_attn.attn_sub_norm.weight", "mlp.ffn_sub_norm.weight")
@@ -138,6 +142,12 @@ class Spec:
             self.linear = "packed"
             self.act = "silu"
             self.scale = "divide"
+        elif family == "falcon-e":
+            self.kv_heads = 2
+            self.linear = "packed"
+            self.act = "silu"
+            self.scale = "multiply"    # autobitlinear
+            self.linear_norms = True
         elif family in ("1bitllm", "1bitllm-3b"):
             if family == "1bitllm-3b":
                 self.hidden, self.inter, self.heads = 200, 540, 2
@@ -202,6 +212,18 @@ def config_for(spec, vocab):
             "attention_bias": False, "pad_token_id": vocab - 2, "pretraining_tp": 1,
             "input_bits": 8, "weight_bits": 1,
         }
+    elif f == "falcon-e":
+        c = {
+            "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_act": "silu",
+            "max_position_embeddings": 32768, "rms_norm_eps": 1e-5, "rope_theta": 100000.0,
+            "rope_scaling": None, "tie_word_embeddings": False, "torch_dtype": "bfloat16",
+            "attention_bias": False, "attention_dropout": 0.0, "mlp_bias": False,
+            "pretraining_tp": 1,
+            "quantization_config": {
+                "quant_method": "bitnet", "linear_class": "autobitlinear",
+                "quantization_mode": "offline", "use_rms_norm": True, "rms_norm_eps": 1e-6,
+                "modules_to_not_convert": None},
+        }
     else:  # trilm
         c = {
             "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_act": "silu",
@@ -243,6 +265,12 @@ def main():
 
     def linear(name, rows, cols, scale):
         """Tensors of one linear whose effective weight is ~scale * T."""
+        if spec.linear_norms:
+            in_norm = [(name[:-len("weight")] + "rms_norm.weight", norm(cols), fd)]
+            return in_norm + linear_body(name, rows, cols, scale)
+        return linear_body(name, rows, cols, scale)
+
+    def linear_body(name, rows, cols, scale):
         if spec.linear == "packed":
             trits = rng.choice([-1, 0, 1], size=(rows, cols), p=[0.35, 0.3, 0.35]).astype(np.int8)
             s = np.float32(scale * rng.uniform(0.8, 1.25))

@@ -37,7 +37,8 @@ usage:
   reference.py CKPT sample --seed S --n N --prompt CSV OUT.txt   (temperature 1)
   reference.py CKPT greedy --n N --prompt CSV OUT.txt
   --mutate WHAT (any command): a deliberately wrong variant, WHAT in
-      silu-for-relu2, relu2-for-silu, float-activations, no-sub-norms, invert-scale;
+      silu-for-relu2, relu2-for-silu, float-activations, no-sub-norms, invert-scale,
+      no-linear-norms;
       or llamacpp: the same model in llama.cpp's CPU arithmetic (below)
 Sequences are written as comma-separated ids, prompt included.
 """
@@ -50,7 +51,7 @@ import sys
 import numpy as np
 
 MUTATIONS = ["silu-for-relu2", "relu2-for-silu", "float-activations", "no-sub-norms", "invert-scale",
-             "llamacpp"]
+             "no-linear-norms", "llamacpp"]
 F32 = np.float32
 QK_K = 256  # ggml's super-block: q8_K, TQ1_0 and TQ2_0 blocks
 
@@ -216,6 +217,11 @@ class Model:
             self.sub = None
         else:
             raise SystemExit("unsupported architecture " + arch)
+        # transformers' BitLinear / AutoBitLinear with use_rms_norm: an
+        # LlamaRMSNorm(in_features, eps=quantization_config.rms_norm_eps,
+        # default 1e-6) on the input, before the activation quantization.
+        self.lin_norm_eps = (qc.get("rms_norm_eps", 1e-6)
+                             if qc.get("use_rms_norm") and mutate != "no-linear-norms" else None)
         if mutate == "no-sub-norms":
             self.sub = None
         if mutate == "silu-for-relu2" and self.act == "relu2":
@@ -284,6 +290,9 @@ class Model:
         return np.sum((sums * scale).astype(F32), axis=0, dtype=F32)
 
     def linear(self, x, name):
+        if self.lin_norm_eps is not None:
+            x = rms_norm(x, self.W[name[:-len("weight")] + "rms_norm.weight"].astype(F32),
+                         self.lin_norm_eps)
         if self.mutate == "llamacpp":
             return self.tq_linear(x, name)
         w, how, sc = self.weight(name)
