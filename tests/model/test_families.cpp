@@ -22,6 +22,7 @@
 #include <tuple>
 #include <vector>
 
+#include "support/family_reference.h"
 #include "support/gguf_rewrite.h"
 #include "support/logits.h"
 #include "support/test_env.h"
@@ -33,6 +34,11 @@ using tern::test::quote;
 
 namespace {
 
+using tern::test::csv;
+using tern::test::param_name;
+using tern::test::perplexity;
+using tern::test::reference_ids;
+using tern::test::reference_logits;
 using tern::test::rel_error;
 
 struct FamilyCase {
@@ -81,54 +87,9 @@ constexpr int kSampled = 64;  // tokens, the prompt "1" included
 fs::path family_dir(const std::string& family) {
   return tern::test::test_models() / ("family-" + family);
 }
-std::string checkpoint(const std::string& family) { return (family_dir(family) / "hf").string(); }
+std::string checkpoint(const std::string& family) { return tern::test::family_checkpoint(family); }
 std::string gguf_path(const std::string& family, const std::string& type) {
   return (family_dir(family) / (type + ".gguf")).string();
-}
-
-std::string csv(const std::vector<int32_t>& ids) {
-  std::string s;
-  for (int32_t t : ids) {
-    if (!s.empty()) s += ',';
-    s += std::to_string(t);
-  }
-  return s;
-}
-
-// Runs reference.py on a checkpoint; `args` after the command.
-void reference(const std::string& ckpt, const std::string& args, const std::string& tag,
-               const fs::path& dir) {
-  const auto r = tern::test::run(tern::test::python() + " " +
-                                     quote(tern::test::source("tests/tools/families/reference.py")) +
-                                     " " + quote(ckpt) + " " + args,
-                                 tag, dir);
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-}
-
-std::vector<float> reference_logits(const std::string& ckpt, const std::vector<int32_t>& ids,
-                                    const fs::path& dir, const std::string& mutate = "") {
-  const std::string tag = "logits" + (mutate.empty() ? "" : "-" + mutate);
-  const std::string out = (dir / (tag + ".bin")).string();
-  reference(ckpt,
-            "logits " + csv(ids) + " " + quote(out) + (mutate.empty() ? "" : " --mutate " + mutate),
-            tag, dir);
-  std::ifstream in(out, std::ios::binary | std::ios::ate);
-  if (!in) return {};
-  std::vector<float> logits(size_t(in.tellg()) / sizeof(float));
-  in.seekg(0);
-  in.read(reinterpret_cast<char*>(logits.data()), std::streamsize(logits.size() * sizeof(float)));
-  return logits;
-}
-
-std::vector<int32_t> reference_ids(const std::string& ckpt, const std::string& args,
-                                   const std::string& tag, const fs::path& dir) {
-  const std::string out = (dir / (tag + ".txt")).string();
-  reference(ckpt, args + " " + quote(out), tag, dir);
-  std::ifstream in(out);
-  std::vector<int32_t> ids;
-  std::string tok;
-  while (std::getline(in, tok, ',')) ids.push_back(std::stoi(tok));
-  return ids;
 }
 
 // A text of kSampled tokens drawn at temperature 1 from the reference model.
@@ -137,19 +98,6 @@ std::vector<int32_t> sampled_text(const std::string& ckpt, const fs::path& dir) 
                        "sample --seed " + std::to_string(kSampleSeed) + " --n " +
                            std::to_string(kSampled - 1) + " --prompt 1",
                        "sample", dir);
-}
-
-// exp(mean NLL of ids[1..]) from logits [n][vocab], in double.
-double perplexity(const std::vector<float>& logits, const std::vector<int32_t>& ids, size_t vocab) {
-  double nll = 0;
-  for (size_t i = 1; i < ids.size(); ++i) {
-    const float* z = &logits[(i - 1) * vocab];
-    const double mx = *std::max_element(z, z + vocab);
-    double sum = 0;
-    for (size_t v = 0; v < vocab; ++v) sum += std::exp(double(z[v]) - mx);
-    nll -= double(z[ids[i]]) - mx - std::log(sum);
-  }
-  return std::exp(nll / double(ids.size() - 1));
 }
 
 size_t vocab_of(const std::string& ckpt) {
@@ -240,12 +188,6 @@ std::vector<Param> all_params() {
   for (const auto& c : cases())
     for (const char* t : {"tq2_0", "tq1_0"}) p.emplace_back(c.name, t);
   return p;
-}
-
-std::string param_name(const std::string& s) {
-  std::string n;
-  for (char c : s) n += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-  return n;
 }
 
 INSTANTIATE_TEST_SUITE_P(All, Families, ::testing::ValuesIn(all_params()), [](const auto& info) {

@@ -27,11 +27,17 @@
 #include <tuple>
 #include <vector>
 
+#include "support/family_reference.h"
 #include "support/test_env.h"
 #include "tern/model.h"
 
 namespace fs = std::filesystem;
 using tern::test::quote;
+using tern::test::param_name;
+using tern::test::perplexity;
+using tern::test::reference_ids;
+using tern::test::reference_logits;
+const auto checkpoint = tern::test::family_checkpoint;
 
 namespace {
 
@@ -84,54 +90,6 @@ const nlohmann::json* golden(const nlohmann::json& g, const std::string& family,
   return nullptr;
 }
 
-std::string checkpoint(const std::string& family) {
-  return (tern::test::test_models() / ("family-" + family) / "hf").string();
-}
-
-std::string csv(const std::vector<int32_t>& ids) {
-  std::string s;
-  for (int32_t t : ids) {
-    if (!s.empty()) s += ',';
-    s += std::to_string(t);
-  }
-  return s;
-}
-
-// Runs reference.py on a checkpoint; `args` after the command.
-void reference(const std::string& ckpt, const std::string& args, const std::string& tag,
-               const fs::path& dir) {
-  const auto r = tern::test::run(tern::test::python() + " " +
-                                     quote(tern::test::source("tests/tools/families/reference.py")) +
-                                     " " + quote(ckpt) + " " + args,
-                                 tag, dir);
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-}
-
-std::vector<float> reference_logits(const std::string& ckpt, const std::vector<int32_t>& ids,
-                                    const fs::path& dir, const std::string& mutate) {
-  const std::string out = (dir / "logits.bin").string();
-  reference(ckpt, "logits " + csv(ids) + " " + quote(out) + " --mutate " + mutate, "logits", dir);
-  std::ifstream in(out, std::ios::binary | std::ios::ate);
-  if (!in) return {};
-  std::vector<float> logits(size_t(in.tellg()) / sizeof(float));
-  in.seekg(0);
-  in.read(reinterpret_cast<char*>(logits.data()), std::streamsize(logits.size() * sizeof(float)));
-  return logits;
-}
-
-// exp(mean NLL of ids[1..]) from logits [n][vocab], in double.
-double perplexity(const std::vector<float>& logits, const std::vector<int32_t>& ids, size_t vocab) {
-  double nll = 0;
-  for (size_t i = 1; i < ids.size(); ++i) {
-    const float* z = &logits[(i - 1) * vocab];
-    const double mx = *std::max_element(z, z + vocab);
-    double sum = 0;
-    for (size_t v = 0; v < vocab; ++v) sum += std::exp(double(z[v]) - mx);
-    nll -= double(z[ids[i]]) - mx - std::log(sum);
-  }
-  return std::exp(nll / double(ids.size() - 1));
-}
-
 using Param = std::tuple<std::string, std::string>;  // family, tq2_0.gguf | tq1_0.gguf
 
 class LlamacppAgreement : public ::testing::TestWithParam<Param> {
@@ -158,13 +116,8 @@ TEST_P(LlamacppAgreement, GoldenIdsAreTheFamilySample) {
   std::vector<int32_t> ids;
   double ppl = 0;
   ASSERT_TRUE(load(ids, ppl));
-  const fs::path dir = tern::test::test_dir();
-  const std::string out = (dir / "sample.txt").string();
-  reference(checkpoint(family()), "sample --seed 1 --n 63 --prompt 1 " + quote(out), "sample", dir);
-  std::ifstream in(out);
-  std::vector<int32_t> now;
-  std::string tok;
-  while (std::getline(in, tok, ',')) now.push_back(std::stoi(tok));
+  const auto now = reference_ids(checkpoint(family()), "sample --seed 1 --n 63 --prompt 1", "sample",
+                                 tern::test::test_dir());
   EXPECT_EQ(now, ids) << "the " << family()
                       << " fixture (make_family_checkpoint.py) or reference.py changed since the "
                          "llama.cpp goldens were made: rerun "
@@ -210,12 +163,6 @@ TEST(LlamacppGoldens, CoverEveryLoadableFamilyAndPack) {
   for (const auto& b : kBounds)
     for (const char* f : {"tq2_0.gguf", "tq1_0.gguf"})
       EXPECT_NE(golden(g, b.family, f), nullptr) << b.family << " " << f;
-}
-
-std::string param_name(const std::string& s) {
-  std::string n;
-  for (char c : s) n += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-  return n;
 }
 
 INSTANTIATE_TEST_SUITE_P(

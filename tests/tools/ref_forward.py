@@ -20,39 +20,10 @@ import sys
 import numpy as np
 
 
-def load_safetensors(path):
-    with open(path, "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        header = json.loads(f.read(n))
-        data = f.read()
-    out = {}
-    for name, t in header.items():
-        if name == "__metadata__":
-            continue
-        b, e = t["data_offsets"]
-        raw = data[b:e]
-        if t["dtype"] == "F32":
-            a = np.frombuffer(raw, dtype="<f4")
-        elif t["dtype"] == "F16":
-            a = np.frombuffer(raw, dtype="<f2").astype(np.float32)
-        elif t["dtype"] == "BF16":
-            a = (np.frombuffer(raw, dtype="<u2").astype(np.uint32) << 16).view(np.float32)
-        else:
-            raise SystemExit(f"{path}: unsupported dtype {t['dtype']}")
-        out[name] = a.reshape(t["shape"]).astype(np.float32)
-    return out
-
-
-def load_checkpoint(d):
-    idx = os.path.join(d, "model.safetensors.index.json")
-    if os.path.exists(idx):
-        files = sorted(set(json.load(open(idx))["weight_map"].values()))
-    else:
-        files = ["model.safetensors"]
-    w = {}
-    for f in files:
-        w.update(load_safetensors(os.path.join(d, f)))
-    return w
+# The safetensors reading is the family reference's (shards, F32/F16/BF16
+# widened to float32 exactly).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "families"))
+from reference import read_checkpoint as load_checkpoint  # noqa: E402
 
 
 def ternarize(w):

@@ -45,7 +45,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOKENIZER = os.path.join(HERE, "..", "..", "data", "tiny_tokenizer.model")
 sys.path.insert(0, os.path.join(HERE, ".."))
-from make_tiny_checkpoint import count_pieces, to_bf16_bits, from_bf16_bits  # noqa: E402
+from make_tiny_checkpoint import count_pieces, in_dtype, to_bf16_bits  # noqa: E402
 
 HIDDEN, INTER, LAYERS, HEADS = 256, 512, 2, 4
 HEAD_DIM = HIDDEN // HEADS
@@ -58,14 +58,10 @@ FAMILIES = ["bitnet-2b4t", "bitnet-2b4t-bf16", "falcon3", "llama3-1.58", "1bitll
 # safetensors with a dtype per tensor
 
 def round_to(a, dtype):
-    a = np.asarray(a, dtype=np.float32)
-    if dtype == "F32":
-        return a
-    if dtype == "F16":
-        return a.astype(np.float16).astype(np.float32)
-    if dtype == "BF16":
-        return from_bf16_bits(to_bf16_bits(a))
-    raise ValueError(dtype)
+    """make_tiny_checkpoint.in_dtype, by safetensors dtype name."""
+    if dtype not in ("F32", "F16", "BF16"):
+        raise ValueError(dtype)
+    return in_dtype(a, dtype.lower())
 
 
 def encode(a, dtype):

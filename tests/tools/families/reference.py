@@ -82,24 +82,26 @@ def read_safetensors(path):
     return out
 
 
-def read_checkpoint(d):
+def shard_paths(d):
+    """The checkpoint's safetensors files: the index's shards, or the one file."""
     idx = os.path.join(d, "model.safetensors.index.json")
     files = (sorted(set(json.load(open(idx))["weight_map"].values()))
              if os.path.exists(idx) else ["model.safetensors"])
+    return [os.path.join(d, f) for f in files]
+
+
+def read_checkpoint(d):
     w = {}
-    for f in files:
-        w.update(read_safetensors(os.path.join(d, f)))
+    for path in shard_paths(d):
+        w.update(read_safetensors(path))
     return w
 
 
 def checkpoint_dtypes(d):
     """{tensor name: safetensors dtype}, from the headers only."""
-    idx = os.path.join(d, "model.safetensors.index.json")
-    files = (sorted(set(json.load(open(idx))["weight_map"].values()))
-             if os.path.exists(idx) else ["model.safetensors"])
     out = {}
-    for name in files:
-        with open(os.path.join(d, name), "rb") as f:
+    for path in shard_paths(d):
+        with open(path, "rb") as f:
             n = struct.unpack("<Q", f.read(8))[0]
             out.update({k: t["dtype"] for k, t in json.loads(f.read(n)).items() if k != "__metadata__"})
     return out
