@@ -57,33 +57,29 @@ void Model::linears(std::initializer_list<Product> ps, const float* x, int n, in
   RunState& s = state_;
   const bool int8 = config_.act_mode == ActMode::Int8;
   const size_t K = size_t(ps.begin()->l->w.cols), D = size_t(in_dim);
-  if (const float* norm = ps.begin()->l->in_norm) {
-    // Each linear normalizes the input with its own weights: no sharing.
-    if (ps.size() > 1) {
-      for (const Product& p : ps) linears({p}, x, n, in_dim);
-      return;
-    }
+  const float* norm = ps.begin()->l->in_norm;
+  // Each linear normalizes the input with its own weights: no sharing.
+  if (norm && ps.size() > 1) {
+    for (const Product& p : ps) linears({p}, x, n, in_dim);
+    return;
+  }
+  size_t stride = D;  // of x
+  if (norm || K != D) {  // the input as the kernels read it, in state_.xpad
     for (size_t i = 0; i < size_t(n); ++i) {
-      ops::rmsnorm(s.xpad.data() + i * K, x + i * D, norm, in_dim, config_.linear_norm_eps);
-      std::fill(s.xpad.data() + i * K + D, s.xpad.data() + (i + 1) * K, 0.0f);
+      float* row = s.xpad.data() + i * K;
+      if (norm) ops::rmsnorm(row, x + i * D, norm, in_dim, config_.linear_norm_eps);
+      else std::copy(x + i * D, x + (i + 1) * D, row);
+      std::fill(row + D, row + K, 0.0f);
     }
     x = s.xpad.data();
-    if (int8) {
-      for (size_t i = 0; i < size_t(n); ++i)
-        s.xq_scale[i] = ops::quantize_int8(x + i * K, s.xq.data() + i * K, int(K));
-    }
-  } else if (int8) {
+    stride = K;
+  }
+  if (int8) {
     for (size_t i = 0; i < size_t(n); ++i) {
       int8_t* q = s.xq.data() + i * K;
-      s.xq_scale[i] = ops::quantize_int8(x + i * D, q, in_dim);
+      s.xq_scale[i] = ops::quantize_int8(x + i * stride, q, in_dim);
       std::fill(q + D, q + K, int8_t(0));
     }
-  } else if (K != D) {
-    for (size_t i = 0; i < size_t(n); ++i) {
-      std::copy(x + i * D, x + (i + 1) * D, s.xpad.data() + i * K);
-      std::fill(s.xpad.data() + i * K + D, s.xpad.data() + (i + 1) * K, 0.0f);
-    }
-    x = s.xpad.data();
   }
 #pragma omp parallel
   {
