@@ -146,5 +146,19 @@ void check_call(const TernaryMatrix& w, ActMode mode, int64_t n, int64_t r0, int
          std::to_string(w.rows) + ")");
 }
 
+void check_dense_call(const DenseMatrix& w, int64_t n, int64_t ldy, int64_t r0, int64_t r1) {
+  auto fail = [](const std::string& problem) { throw Error("dense kernel call: " + problem); };
+  using gguf::TensorType;
+  if (w.type != TensorType::F32 && w.type != TensorType::F16 && w.type != TensorType::BF16)
+    fail("weight type " + std::to_string(uint32_t(w.type)) + " is not F32, F16 or BF16");
+  if (w.rows < 0 || w.cols <= 0) fail("shape " + std::to_string(w.rows) + "x" + std::to_string(w.cols));
+  if (w.data == nullptr && w.rows > 0) fail("matrix has no data");
+  if (n < 0) fail("negative vector count " + std::to_string(n));
+  if (r0 < 0 || r0 > r1 || r1 > w.rows)
+    fail("row range [" + std::to_string(r0) + ", " + std::to_string(r1) + ") outside [0, " +
+         std::to_string(w.rows) + ")");
+  if (n > 1 && ldy < r1) fail("output stride " + std::to_string(ldy) + " below row " + std::to_string(r1));
+}
+
 }  // namespace kernels_detail
 }  // namespace tern

@@ -9,6 +9,7 @@
 // products are exact, so fused multiply-add contraction cannot change the
 // result. gemm uses the same dot product as gemv, so gemm with n = 1 is
 // bit-identical to gemv.
+#include <cmath>
 #include <vector>
 
 #include "kernel_sets.h"
@@ -71,12 +72,41 @@ void gemv_i8(const TernaryMatrix& w, const int8_t* q, int32_t* sums, int64_t r0,
   gemm_i8(w, q, 1, sums, r0, r1);
 }
 
+// Dense (output head): the order kernels.h documents, written out plainly.
+float widen(gguf::TensorType type, const void* row, int64_t k) {
+  if (type == gguf::TensorType::F32) return static_cast<const float*>(row)[k];
+  const uint16_t h = static_cast<const uint16_t*>(row)[k];
+  return type == gguf::TensorType::F16 ? fp16_to_f32(h) : bf16_to_f32(h);
+}
+
+void dense_gemm(const DenseMatrix& w, const float* x, int64_t n, float* y, int64_t ldy, int64_t r0,
+                int64_t r1) {
+  kernels_detail::check_dense_call(w, n, ldy, r0, r1);
+  const int64_t K = w.cols, padded = (K + 15) / 16 * 16;
+  const size_t elem = w.type == gguf::TensorType::F32 ? 4 : 2;
+  std::vector<float> row(static_cast<size_t>(padded), 0.0f), xs(static_cast<size_t>(padded), 0.0f);
+  for (int64_t r = r0; r < r1; ++r) {
+    const void* p = static_cast<const uint8_t*>(w.data) + size_t(r) * size_t(K) * elem;
+    for (int64_t k = 0; k < K; ++k) row[size_t(k)] = widen(w.type, p, k);
+    for (int64_t i = 0; i < n; ++i) {
+      std::copy(x + i * K, x + (i + 1) * K, xs.begin());
+      float lane[16] = {};
+      for (int64_t k = 0; k < padded; ++k)
+        lane[k % 16] = std::fma(row[size_t(k)], xs[size_t(k)], lane[k % 16]);
+      for (int half = 8; half >= 1; half /= 2)
+        for (int j = 0; j < half; ++j) lane[j] = lane[j] + lane[j + half];
+      y[i * ldy + r] = lane[0];
+    }
+  }
+}
+
 bool always(const CpuFeatures&) { return true; }
 
 }  // namespace
 
 const KernelSet& scalar_kernels() {
-  static const KernelSet set{"scalar", &always, &gemv_f32, &gemv_i8, &gemm_f32, &gemm_i8};
+  static const KernelSet set{"scalar", &always, &gemv_f32, &gemv_i8, &gemm_f32, &gemm_i8,
+                             &dense_gemm};
   return set;
 }
 

@@ -51,6 +51,22 @@ using GemmF32 = void (*)(const TernaryMatrix& w, const float* x, int64_t n, floa
 using GemmI8 = void (*)(const TernaryMatrix& w, const int8_t* q, int64_t n, int32_t* sums,
                         int64_t r0, int64_t r1);
 
+// A float matrix [rows x cols] in F32, F16 or BF16, rows contiguous as GGUF
+// stores them: the output head (and tied token embeddings).
+struct DenseMatrix {
+  gguf::TensorType type = gguf::TensorType::F32;
+  int64_t rows = 0, cols = 0;
+  const void* data = nullptr;
+};
+// y[i * ldy + r] = sum_k W[r][k] * x[i * cols + k] for i < n, r in [r0, r1).
+// Every set computes it bit for bit as the scalar set does, so logits do not
+// depend on the kernel: per (row, vector), 16 float lanes, lane j summing
+// fma(W[r][k], x[k], lane) over k = j mod 16 in increasing k (a last partial
+// group of 16 is padded with zeros of both), then lanes j and j + 8 added,
+// then j and j + 4, j + 2, j + 1. Weights are widened to f32 exactly.
+using DenseGemm = void (*)(const DenseMatrix& w, const float* x, int64_t n, float* y, int64_t ldy,
+                           int64_t r0, int64_t r1);
+
 // Builds a kernel's private weight layout once, at load; the result is
 // stored in TernaryMatrix::packed and must outlive every call on w.
 using Prepare = std::shared_ptr<const void> (*)(const TernaryMatrix& w);
@@ -65,6 +81,7 @@ struct KernelSet {
   GemvI8 gemv_i8;
   GemmF32 gemm_f32;
   GemmI8 gemm_i8;
+  DenseGemm dense_gemm;  // every set has it
   Prepare prepare = nullptr;  // null: the kernel reads the GGUF layout directly
   PreparedBytes prepared_bytes = nullptr;  // set exactly when prepare is
 };

@@ -46,11 +46,9 @@ struct Config {
   int kv_dim() const { return n_kv_heads * head_dim; }
 };
 
-// A float matrix [rows x cols] kept in the file's F32, F16 or BF16.
-struct FloatMatrix {
-  gguf::TensorType type = gguf::TensorType::F32;
-  int64_t rows = 0, cols = 0;
-  const void* data = nullptr;
+// A float matrix [rows x cols] kept in the file's F32, F16 or BF16; the
+// kernel set's dense_gemm multiplies it.
+struct FloatMatrix : DenseMatrix {
   void row(int64_t r, float* out) const;  // dequantize one row
 };
 

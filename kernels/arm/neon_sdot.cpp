@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "../kernel_sets.h"
+#include "neon_dense.h"
 #include "tern/quant.h"
 
 #if !defined(__ARM_FEATURE_DOTPROD)
@@ -290,7 +291,8 @@ bool available(const CpuFeatures& cpu) { return cpu.neon && cpu.dotprod; }
 }  // namespace
 
 const KernelSet& neon_sdot_kernels() {
-  static const KernelSet set{"neon-sdot", &available, &gemv_f32, &gemv_i8, &gemm_f32, &gemm_i8};
+  static const KernelSet set{"neon-sdot", &available, &gemv_f32, &gemv_i8, &gemm_f32, &gemm_i8,
+                             &dense_gemm_neon};
   return set;
 }
 

@@ -30,6 +30,7 @@
 
 #include "../code_layout.h"
 #include "../kernel_sets.h"
+#include "neon_dense.h"
 #include "neon_tbl_triples.h"
 #include "tern/error.h"
 #include "tern/quant.h"
@@ -284,7 +285,7 @@ bool available(const CpuFeatures& cpu) { return cpu.neon; }
 
 const KernelSet& neon_tbl_kernels() {
   static const KernelSet set{"neon-tbl", &available, &gemv_f32, &gemv_i8,
-                             &gemm_f32,  &gemm_i8,   &prepare,
+                             &gemm_f32,  &gemm_i8,   &dense_gemm_neon, &prepare,
                              &prepared_bytes};
   return set;
 }

@@ -9,6 +9,7 @@
 // such lanes per int16, |sum| <= 6144 < 32767, so neither the saturating
 // pair add nor the int16 adds can clip; vpmaddwd then widens to int32.
 #include "avx2_common.h"
+#include "avx2_dense.h"
 #include "avx2_float.h"
 
 namespace tern::kernels_detail {
@@ -46,12 +47,13 @@ void gemv_i8(const TernaryMatrix& w, const int8_t* q, int32_t* sums, int64_t r0,
   gemm_i8_driver<MaddubsDot>(w, q, 1, sums, r0, r1);
 }
 
-bool available(const CpuFeatures& f) { return f.avx2 && f.fma && f.os_avx; }
+bool available(const CpuFeatures& f) { return f.avx2 && f.fma && f.f16c && f.os_avx; }
 
 }  // namespace
 
 const KernelSet& avx2_kernels() {
-  static const KernelSet set{"avx2", &available, &gemv_f32_avx2, &gemv_i8, &gemm_f32_avx2, &gemm_i8};
+  static const KernelSet set{"avx2", &available, &gemv_f32_avx2, &gemv_i8, &gemm_f32_avx2, &gemm_i8,
+                             &dense_gemm_x86};
   return set;
 }
 

@@ -25,6 +25,7 @@
 
 #include "../kernel_sets.h"
 #include "../tl1_layout.h"
+#include "avx2_dense.h"
 #include "tern/quant.h"
 
 namespace tern::kernels_detail {
@@ -116,12 +117,12 @@ void gemv_i8(const TernaryMatrix& w, const int8_t* q, int32_t* sums, int64_t r0,
   gemm_i8(w, q, 1, sums, r0, r1);
 }
 
-bool available(const CpuFeatures& f) { return f.avx2 && f.os_avx; }
+bool available(const CpuFeatures& f) { return f.avx2 && f.fma && f.f16c && f.os_avx; }
 
 }  // namespace
 
 const KernelSet& avx2_tl1_kernels() {
-  static const KernelSet set{"avx2-tl1", &available, nullptr, &gemv_i8, nullptr, &gemm_i8, &tl1_prepare,
+  static const KernelSet set{"avx2-tl1", &available, nullptr, &gemv_i8, nullptr, &gemm_i8, &dense_gemm_x86, &tl1_prepare,
                              &tl1_prepared_bytes};
   return set;
 }

@@ -8,6 +8,7 @@
 // Exactness: a group of four products is at most 4 * 3 * 128 in magnitude,
 // and the int32 accumulators wrap, so the result is exact (see rows_i8).
 #include "avx2_common.h"
+#include "avx2_dense.h"
 #include "avx2_float.h"
 
 namespace tern::kernels_detail {
@@ -51,12 +52,13 @@ void gemv_i8(const TernaryMatrix& w, const int8_t* q, int32_t* sums, int64_t r0,
   gemm_i8_driver<DpbusdDot>(w, q, 1, sums, r0, r1);
 }
 
-bool available(const CpuFeatures& f) { return f.avx2 && f.fma && f.avx_vnni && f.os_avx; }
+bool available(const CpuFeatures& f) { return f.avx2 && f.fma && f.f16c && f.avx_vnni && f.os_avx; }
 
 }  // namespace
 
 const KernelSet& avx2_vnni_kernels() {
-  static const KernelSet set{"avx2-vnni", &available, &gemv_f32_avx2, &gemv_i8, &gemm_f32_avx2, &gemm_i8};
+  static const KernelSet set{"avx2-vnni", &available, &gemv_f32_avx2, &gemv_i8, &gemm_f32_avx2, &gemm_i8,
+                             &dense_gemm_x86};
   return set;
 }
 

@@ -36,6 +36,7 @@
 
 #include "../code_layout.h"
 #include "../kernel_sets.h"
+#include "avx2_dense.h"
 #include "tern/error.h"
 
 // The hot loop, kept out of line under a fixed unmangled name so the
@@ -157,14 +158,15 @@ std::shared_ptr<const void> prepare(const TernaryMatrix& w) {
 int64_t prepared_bytes(const TernaryMatrix& w) { return packed_codes_bytes(w, CodeLayout::Linear); }
 
 bool available(const CpuFeatures& c) {
-  return c.avx512f && c.avx512bw && c.avx512vl && c.os_avx512 && c.bmi2 && c.fast_pext;
+  return c.avx512f && c.avx512bw && c.avx512vl && c.os_avx512 && c.bmi2 && c.fast_pext &&
+         c.fma && c.f16c;
 }
 
 }  // namespace
 
 const KernelSet& avx512_pext_kernels() {
   static const KernelSet set{"avx512-pext", &available, &gemv_f32, &gemv_i8,
-                             &gemm_f32,     &gemm_i8,   &prepare,
+                             &gemm_f32,     &gemm_i8,   &dense_gemm_x86, &prepare,
                              &prepared_bytes};
   return set;
 }

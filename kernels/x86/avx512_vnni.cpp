@@ -43,6 +43,7 @@
 
 #include "../code_layout.h"
 #include "../kernel_sets.h"
+#include "avx2_dense.h"
 #include "tern/error.h"
 
 namespace tern::kernels_detail {
@@ -241,13 +242,14 @@ std::shared_ptr<const void> prepare(const TernaryMatrix& w) {
 int64_t prepared_bytes(const TernaryMatrix& w) { return packed_codes_bytes(w, default_layout(w)); }
 
 bool available(const CpuFeatures& c) {
-  return c.avx512f && c.avx512bw && c.avx512vl && c.avx512vnni && c.os_avx512;
+  return c.avx512f && c.avx512bw && c.avx512vl && c.avx512vnni && c.os_avx512 && c.fma &&
+         c.f16c;
 }
 
 }  // namespace
 
 const KernelSet& avx512_vnni_kernels() {
-  static const KernelSet set{"avx512-vnni", &available, nullptr, &gemv_i8, nullptr, &gemm_i8, &prepare,
+  static const KernelSet set{"avx512-vnni", &available, nullptr, &gemv_i8, nullptr, &gemm_i8, &dense_gemm_x86, &prepare,
                              &prepared_bytes};
   return set;
 }

@@ -187,16 +187,13 @@ void Model::forward_batch(const int32_t* tokens, int n, int pos, float* logits, 
     ops::rmsnorm(s.xb.data() + size_t(i) * D, s.x.data() + size_t(i) * D, w.output_norm, D,
                  c.norm_eps);
   const int64_t V = c.vocab_size;
-  // Each thread dequantizes an F16 head row once and applies it to the batch.
+  // The head is read once per call, each thread streaming its own rows
+  // against every token of the batch.
 #pragma omp parallel
   {
-    std::vector<float> row(static_cast<size_t>(D));
-#pragma omp for schedule(static)
-    for (int64_t r = 0; r < V; ++r) {
-      w.output.row(r, row.data());
-      for (int i = first; i < n; ++i)
-        logits[size_t(i - first) * V + r] = ops::dot(row.data(), s.xb.data() + size_t(i) * D, D);
-    }
+    const int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();
+    kernels_->dense_gemm(w.output, s.xb.data() + size_t(first) * D, n - first, logits, V,
+                         V * t / nt, V * (t + 1) / nt);
   }
 }
 

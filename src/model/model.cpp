@@ -85,7 +85,7 @@ FloatMatrix float_matrix(const gguf::File& f, const std::string& name, int64_t r
                          int64_t cols) {
   const std::array<uint64_t, 2> dims{uint64_t(cols), uint64_t(rows)};
   const gguf::TensorInfo& t = f.tensor(name, kFloatTypes, dims);
-  return FloatMatrix{t.type, rows, cols, t.data};
+  return FloatMatrix{{t.type, rows, cols, t.data}};
 }
 
 const float* norm_vector(const gguf::File& f, const std::string& name, int n) {

@@ -1,0 +1,93 @@
+// The dense (output head) GEMM for every x86 set: F32, F16 (F16C) and BF16
+// (a 16-bit shift) widened to f32 in registers and multiplied with FMA, in
+// the summation order kernels.h fixes, so results equal the scalar set's bit
+// for bit. A row's 16 lanes are two ymm accumulators; four rows go side by
+// side so eight independent FMA chains hide the FMA latency, and each row
+// streams once from memory per call (a batch re-reads it from L1).
+//
+// Internal linkage for the reason avx2_common.h gives: each includer has its
+// own -m flags (which must include -mfma -mf16c).
+#pragma once
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "../dense_driver.h"
+
+namespace tern::kernels_detail {
+namespace {
+
+using gguf::TensorType;
+
+// Lanes [k, k + 16) of a row as two vectors of 8 f32.
+template <TensorType T>
+inline void dense_load16(const typename DenseElem<T>::type* p, __m256& lo, __m256& hi) {
+  if constexpr (T == TensorType::F32) {
+    lo = _mm256_loadu_ps(p);
+    hi = _mm256_loadu_ps(p + 8);
+  } else {
+    const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 8));
+    if constexpr (T == TensorType::F16) {
+      lo = _mm256_cvtph_ps(a);
+      hi = _mm256_cvtph_ps(b);
+    } else {
+      lo = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(a), 16));
+      hi = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(b), 16));
+    }
+  }
+}
+
+// Lanes j + 8, then j + 4, j + 2, j + 1, as the scalar set adds them.
+inline float dense_reduce16(__m256 lo, __m256 hi) {
+  const __m256 v = _mm256_add_ps(lo, hi);
+  __m128 a = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  a = _mm_add_ps(a, _mm_movehl_ps(a, a));
+  a = _mm_add_ss(a, _mm_movehdup_ps(a));
+  return _mm_cvtss_f32(a);
+}
+
+// Rows w[0..R) (stride K elements) against one vector x[K].
+template <TensorType T, int R>
+struct DenseRows {
+  static inline void run(const typename DenseElem<T>::type* w, int64_t K, const float* x,
+                         float* out) {
+    using E = typename DenseElem<T>::type;
+    __m256 lo[R], hi[R];
+    for (int r = 0; r < R; ++r) lo[r] = hi[r] = _mm256_setzero_ps();
+    const int64_t full = K / 16 * 16;
+    for (int64_t k = 0; k < full; k += 16) {
+      const __m256 xl = _mm256_loadu_ps(x + k), xh = _mm256_loadu_ps(x + k + 8);
+      for (int r = 0; r < R; ++r) {
+        __m256 wl, wh;
+        dense_load16<T>(w + r * K + k, wl, wh);
+        lo[r] = _mm256_fmadd_ps(wl, xl, lo[r]);
+        hi[r] = _mm256_fmadd_ps(wh, xh, hi[r]);
+      }
+    }
+    if (full < K) {  // the last partial group, zero-padded on both sides
+      const size_t rest = size_t(K - full);
+      alignas(32) float xt[16] = {};
+      std::memcpy(xt, x + full, rest * sizeof(float));
+      const __m256 xl = _mm256_load_ps(xt), xh = _mm256_load_ps(xt + 8);
+      for (int r = 0; r < R; ++r) {
+        alignas(32) E wt[16] = {};
+        std::memcpy(wt, w + r * K + full, rest * sizeof(E));
+        __m256 wl, wh;
+        dense_load16<T>(wt, wl, wh);
+        lo[r] = _mm256_fmadd_ps(wl, xl, lo[r]);
+        hi[r] = _mm256_fmadd_ps(wh, xh, hi[r]);
+      }
+    }
+    for (int r = 0; r < R; ++r) out[r] = dense_reduce16(lo[r], hi[r]);
+  }
+};
+
+void dense_gemm_x86(const DenseMatrix& m, const float* x, int64_t n, float* y, int64_t ldy,
+                    int64_t r0, int64_t r1) {
+  dense_gemm_driver<DenseRows, 4>(m, x, n, y, ldy, r0, r1);
+}
+
+}  // namespace
+}  // namespace tern::kernels_detail

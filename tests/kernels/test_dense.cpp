@@ -1,0 +1,169 @@
+// The dense (output head) kernels of every kernel set this CPU runs: the
+// scalar one against a double-precision dot product, every other one
+// against scalar bit for bit (kernels.h fixes the summation order, so the
+// logits do not depend on the kernel), on F32, F16 and BF16, on widths that
+// are and are not multiples of 16, one row and many, one vector and a batch.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <iterator>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "tern/error.h"
+#include "tern/kernels.h"
+#include "tern/quant.h"
+
+namespace tern {
+namespace {
+
+using gguf::TensorType;
+
+struct Dense {
+  DenseMatrix m;
+  std::vector<uint8_t> bytes;
+  std::vector<double> exact;  // the stored values, widened
+};
+
+// Values of both signs over several magnitudes; F16 stays in its range.
+Dense make_dense(TensorType type, int64_t rows, int64_t cols, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> v(0.0f, 1.0f);
+  std::uniform_int_distribution<int> e(-6, 6);
+  Dense d;
+  const size_t n = size_t(rows * cols), elem = type == TensorType::F32 ? 4 : 2;
+  d.bytes.resize(n * elem);
+  d.exact.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    const float f = std::ldexp(v(rng), e(rng));
+    if (type == TensorType::F32) {
+      std::memcpy(d.bytes.data() + 4 * i, &f, 4);
+      d.exact[i] = f;
+    } else {
+      uint16_t h;
+      if (type == TensorType::F16) {
+        h = f32_to_fp16(f);
+        d.exact[i] = fp16_to_f32(h);
+      } else {
+        uint32_t bits;
+        std::memcpy(&bits, &f, 4);
+        h = uint16_t(bits >> 16);  // truncation: any BF16 value will do
+        d.exact[i] = bf16_to_f32(h);
+      }
+      std::memcpy(d.bytes.data() + 2 * i, &h, 2);
+    }
+  }
+  d.m = DenseMatrix{type, rows, cols, d.bytes.data()};
+  return d;
+}
+
+std::vector<float> random_vectors(int64_t n, int64_t cols, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> v(0.0f, 1.0f);
+  std::vector<float> x(size_t(n * cols));
+  for (float& f : x) f = v(rng);
+  return x;
+}
+
+constexpr TensorType kTypes[] = {TensorType::F32, TensorType::F16, TensorType::BF16};
+constexpr int64_t kWidths[] = {1, 7, 16, 17, 100, 256, 1536, 2563};
+
+TEST(DenseScalar, MatchesDoublePrecision) {
+  for (TensorType type : kTypes)
+    for (int64_t K : kWidths) {
+      const int64_t M = 9, n = 3;
+      const Dense d = make_dense(type, M, K, uint32_t(K));
+      const std::vector<float> x = random_vectors(n, K, uint32_t(K) + 1);
+      std::vector<float> y(size_t(n * M), NAN);
+      scalar_kernels().dense_gemm(d.m, x.data(), n, y.data(), M, 0, M);
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t r = 0; r < M; ++r) {
+          double want = 0, mag = 0;
+          for (int64_t k = 0; k < K; ++k) {
+            const double p = d.exact[size_t(r * K + k)] * double(x[size_t(i * K + k)]);
+            want += p;
+            mag += std::fabs(p);
+          }
+          EXPECT_NEAR(y[size_t(i * M + r)], want, 1e-6 * mag + 1e-30)
+              << "type " << int(type) << " K " << K << " row " << r << " vector " << i;
+        }
+    }
+}
+
+std::vector<std::string> available_sets() {
+  std::vector<std::string> names;
+  for (const KernelSet* s : all_kernel_sets())
+    if (s->available(cpu_features())) names.emplace_back(s->name);
+  return names;
+}
+
+class DenseSets : public ::testing::TestWithParam<std::string> {
+ protected:
+  const KernelSet& set() const {
+    for (const KernelSet* s : all_kernel_sets())
+      if (GetParam() == s->name) return *s;
+    throw Error("no kernel set " + GetParam());
+  }
+};
+
+TEST_P(DenseSets, EqualsScalarBitForBit) {
+  ASSERT_NE(set().dense_gemm, nullptr);
+  for (TensorType type : kTypes)
+    for (int64_t K : kWidths)
+      for (int64_t M : {1, 3, 4, 5, 13})
+        for (int64_t n : {1, 2, 5}) {
+          const Dense d = make_dense(type, M, K, uint32_t(K * 31 + M));
+          const std::vector<float> x = random_vectors(n, K, uint32_t(K + M + n));
+          const int64_t ldy = M + 3;  // a stride wider than the rows
+          std::vector<float> want(size_t(n * ldy), -1.0f), got(size_t(n * ldy), -1.0f);
+          scalar_kernels().dense_gemm(d.m, x.data(), n, want.data(), ldy, 0, M);
+          set().dense_gemm(d.m, x.data(), n, got.data(), ldy, 0, M);
+          ASSERT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0)
+              << "type " << int(type) << " M " << M << " K " << K << " n " << n;
+        }
+}
+
+TEST_P(DenseSets, RowRangesWriteOnlyTheirRows) {
+  const int64_t M = 37, K = 300, n = 2;
+  const Dense d = make_dense(TensorType::BF16, M, K, 5);
+  const std::vector<float> x = random_vectors(n, K, 6);
+  std::vector<float> whole(size_t(n * M)), parts(size_t(n * M), NAN);
+  set().dense_gemm(d.m, x.data(), n, whole.data(), M, 0, M);
+  // Ranges that start and end inside and on the edges of row tiles.
+  const int64_t cuts[] = {0, 1, 5, 6, 17, 30, M};
+  for (size_t c = 0; c + 1 < std::size(cuts); ++c)
+    set().dense_gemm(d.m, x.data(), n, parts.data(), M, cuts[c], cuts[c + 1]);
+  for (size_t i = 0; i < parts.size(); ++i)
+    EXPECT_TRUE(std::memcmp(&parts[i], &whole[i], sizeof(float)) == 0) << i;
+  // An empty range writes nothing.
+  std::vector<float> untouched(size_t(n * M), 7.0f);
+  set().dense_gemm(d.m, x.data(), n, untouched.data(), M, 4, 4);
+  for (float f : untouched) EXPECT_EQ(f, 7.0f);
+}
+
+TEST_P(DenseSets, BadCallsAreErrors) {
+  const Dense d = make_dense(TensorType::F16, 4, 32, 1);
+  std::vector<float> x(64), y(8);
+  EXPECT_THROW(set().dense_gemm(d.m, x.data(), 1, y.data(), 4, 0, 5), Error);
+  EXPECT_THROW(set().dense_gemm(d.m, x.data(), 1, y.data(), 4, 3, 2), Error);
+  EXPECT_THROW(set().dense_gemm(d.m, x.data(), 2, y.data(), 3, 0, 4), Error);
+  DenseMatrix bad = d.m;
+  bad.type = TensorType::TQ2_0;
+  EXPECT_THROW(set().dense_gemm(bad, x.data(), 1, y.data(), 4, 0, 4), Error);
+  bad = d.m;
+  bad.data = nullptr;
+  EXPECT_THROW(set().dense_gemm(bad, x.data(), 1, y.data(), 4, 0, 4), Error);
+}
+
+INSTANTIATE_TEST_SUITE_P(Available, DenseSets, ::testing::ValuesIn(available_sets()),
+                         [](const ::testing::TestParamInfo<std::string>& p) {
+                           std::string s = p.param;
+                           for (char& c : s)
+                             if (c == '-') c = '_';
+                           return s;
+                         });
+
+}  // namespace
+}  // namespace tern
