@@ -69,6 +69,28 @@ void place_row(const int8_t* t, int64_t K, CodeLayout layout, uint8_t* out) {
   }
 }
 
+// TQ2_0 already stores each code t + 1 in 2 bits; Chunk64 and Linear only
+// move them. Byte m of a block's 32-byte half h holds column 128h + 32n + m
+// in bits 2n, so both layouts are built byte by byte, no trit decoded (about
+// 30x fewer operations than unpacking a row and placing every code).
+void place_tq2_chunk64(const uint8_t* qs, uint8_t* out) {
+  for (int i = 0; i < 64; ++i) {  // column 64j + i sits at half j / 2, n = 2 (j % 2) + i / 32
+    const int m = i % 32, s = 2 * (i / 32);
+    const unsigned lo = qs[m], hi = qs[32 + m];
+    out[i] = uint8_t(((lo >> s) & 3) | (((lo >> (s + 4)) & 3) << 2) | (((hi >> s) & 3) << 4) |
+                     (((hi >> (s + 4)) & 3) << 6));
+  }
+}
+
+void place_tq2_linear(const uint8_t* qs, uint8_t* out) {
+  for (int q = 0; q < 64; ++q) {  // columns 4q .. 4q + 3 share h = q / 32 and n = (q % 32) / 8
+    const uint8_t* src = qs + 32 * (q / 32) + (4 * q) % 32;
+    const int s = 2 * ((q % 32) / 8);
+    out[q] = uint8_t(((src[0] >> s) & 3) | (((src[1] >> s) & 3) << 2) | (((src[2] >> s) & 3) << 4) |
+                     (((src[3] >> s) & 3) << 6));
+  }
+}
+
 struct AlignedFree {
   size_t align;
   void operator()(const void* p) const { ::operator delete(const_cast<void*>(p), std::align_val_t(align)); }
@@ -100,6 +122,13 @@ int64_t code_row_bytes(CodeLayout layout, int64_t K) {
 void pack_code_rows(const TernaryMatrix& w, CodeLayout layout, int64_t r0, int64_t r1,
                     uint8_t* out) {
   const int64_t K = w.cols, rb = ternary_row_bytes(w.type, K), stride = code_row_bytes(layout, K);
+  if (w.type == gguf::TensorType::TQ2_0 && layout != CodeLayout::Base3x64) {
+    const auto place = layout == CodeLayout::Chunk64 ? place_tq2_chunk64 : place_tq2_linear;
+    for (int64_t r = r0; r < r1; ++r)
+      for (int64_t b = 0; b < K / QK; ++b)
+        place(w.data + r * rb + b * int64_t(sizeof(BlockTQ2)), out + (r - r0) * stride + b * (QK / 4));
+    return;
+  }
   thread_local std::vector<int8_t> trits;
   trits.resize(size_t(K));
   for (int64_t r = r0; r < r1; ++r) {

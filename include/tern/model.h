@@ -153,6 +153,9 @@ class Model {
 
  private:
   explicit Model(gguf::File f) : file_(std::move(f)) {}
+  // Loads (and prepares for the kernel set) layer l; the config, the kernel
+  // set and weights_.layers are set. Called from several threads at once.
+  void load_layer(int l);
   // logits: [n][vocab] (or [1][vocab] with last_only); null skips the head.
   void forward_batch(const int32_t* tokens, int n, int pos, float* logits, bool last_only);
   // One ternary product y[n][rows] = W x[n][cols].

@@ -7,6 +7,7 @@
 #include <tuple>
 #include <cmath>
 #include <cstring>
+#include <exception>
 
 #include "tern/error.h"
 #include "tern/quant.h"
@@ -216,6 +217,43 @@ void FloatMatrix::row(int64_t r, float* out) const {
     for (int64_t i = 0; i < cols; ++i) out[i] = fp16_to_f32(p[i]);
 }
 
+void Model::load_layer(int l) {
+  const gguf::File& f = file_;
+  const Config& c = config_;
+  const std::string p = "blk." + std::to_string(l) + ".";
+  LayerWeights& L = weights_.layers[size_t(l)];
+  L.attn_norm = norm_vector(f, p + "attn_norm.weight", c.dim);
+  L.wq = load_linear(f, p + "attn_q.weight", c.q_dim(), c.dim);
+  L.wk = load_linear(f, p + "attn_k.weight", c.kv_dim(), c.dim);
+  L.wv = load_linear(f, p + "attn_v.weight", c.kv_dim(), c.dim);
+  if (c.sub_norms) L.attn_sub_norm = norm_vector(f, p + "attn_sub_norm.weight", c.q_dim());
+  L.wo = load_linear(f, p + "attn_output.weight", c.dim, c.q_dim());
+  L.ffn_norm = norm_vector(f, p + "ffn_norm.weight", c.dim);
+  L.w_gate = load_linear(f, p + "ffn_gate.weight", c.hidden_dim, c.dim);
+  L.w_up = load_linear(f, p + "ffn_up.weight", c.hidden_dim, c.dim);
+  if (c.sub_norms) L.ffn_sub_norm = norm_vector(f, p + "ffn_sub_norm.weight", c.hidden_dim);
+  L.w_down = load_linear(f, p + "ffn_down.weight", c.dim, c.hidden_dim);
+  const std::tuple<Linear*, const char*, int> linears[] = {
+      {&L.wq, "attn_q", c.dim},      {&L.wk, "attn_k", c.dim},         {&L.wv, "attn_v", c.dim},
+      {&L.wo, "attn_output", c.q_dim()}, {&L.w_gate, "ffn_gate", c.dim}, {&L.w_up, "ffn_up", c.dim},
+      {&L.w_down, "ffn_down", c.hidden_dim}};
+  for (auto [lin, name, width] : linears) {
+    if (c.linear_norm_eps > 0) lin->in_norm = norm_vector(f, p + name + ".rms_norm.weight", width);
+    if (!kernels_->prepare) continue;
+    // A prepared kernel reads only its own layout, so the stored bytes are
+    // let go once copied: file pages released, an I2_S repack freed.
+    // Otherwise both copies would stay resident.
+    lin->packed = kernels_->prepare(lin->w);
+    lin->w.packed = lin->packed.get();
+    if (lin->converted.empty()) {
+      f.release(*f.find_tensor(p + name + ".weight"));
+    } else {
+      std::vector<uint8_t>().swap(lin->converted);
+      lin->w.data = nullptr;
+    }
+  }
+}
+
 std::unique_ptr<Model> Model::load(const std::string& path) {
   std::unique_ptr<Model> m(new Model(gguf::File::open(path)));
   const gguf::File& f = m->file_;
@@ -232,50 +270,23 @@ std::unique_ptr<Model> Model::load(const std::string& path) {
   w.token_embd = float_matrix(f, "token_embd.weight", c.vocab_size, c.dim);
 
   w.layers.resize(size_t(c.n_layers));
+  // Layers load in parallel: checking every row's codes and scales, and a
+  // kernel's repack, touch every weight byte, so a serial load of a 2B
+  // model took seconds. An error in any layer is kept and the lowest
+  // layer's is thrown after the region (an exception must not leave an
+  // OpenMP region), so a bad file reports the same problem on any run.
+  std::vector<std::exception_ptr> errors(size_t(c.n_layers));
+#pragma omp parallel for schedule(dynamic, 1)
   for (int l = 0; l < c.n_layers; ++l) {
-    const std::string p = "blk." + std::to_string(l) + ".";
-    LayerWeights& L = w.layers[size_t(l)];
-    L.attn_norm = norm_vector(f, p + "attn_norm.weight", c.dim);
-    L.wq = load_linear(f, p + "attn_q.weight", c.q_dim(), c.dim);
-    L.wk = load_linear(f, p + "attn_k.weight", c.kv_dim(), c.dim);
-    L.wv = load_linear(f, p + "attn_v.weight", c.kv_dim(), c.dim);
-    if (c.sub_norms) L.attn_sub_norm = norm_vector(f, p + "attn_sub_norm.weight", c.q_dim());
-    L.wo = load_linear(f, p + "attn_output.weight", c.dim, c.q_dim());
-    L.ffn_norm = norm_vector(f, p + "ffn_norm.weight", c.dim);
-    L.w_gate = load_linear(f, p + "ffn_gate.weight", c.hidden_dim, c.dim);
-    L.w_up = load_linear(f, p + "ffn_up.weight", c.hidden_dim, c.dim);
-    if (c.sub_norms) L.ffn_sub_norm = norm_vector(f, p + "ffn_sub_norm.weight", c.hidden_dim);
-    L.w_down = load_linear(f, p + "ffn_down.weight", c.dim, c.hidden_dim);
-    if (c.linear_norm_eps > 0) {
-      for (auto [lin, name, width] :
-           {std::tuple{&L.wq, "attn_q", c.dim}, {&L.wk, "attn_k", c.dim}, {&L.wv, "attn_v", c.dim},
-            {&L.wo, "attn_output", c.q_dim()}, {&L.w_gate, "ffn_gate", c.dim},
-            {&L.w_up, "ffn_up", c.dim}, {&L.w_down, "ffn_down", c.hidden_dim}})
-        lin->in_norm = norm_vector(f, p + name + ".rms_norm.weight", width);
+    try {
+      m->load_layer(l);
+    } catch (...) {
+      errors[size_t(l)] = std::current_exception();
     }
   }
+  for (const std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
   c.weight_type = w.layers[0].wq.w.type;
-  if (m->kernels_->prepare) {
-    // A prepared kernel reads only its own layout, so the stored bytes are
-    // let go once copied: file pages released, an I2_S repack freed.
-    // Otherwise both copies would stay resident.
-    for (int l = 0; l < c.n_layers; ++l) {
-      LayerWeights& L = w.layers[size_t(l)];
-      const std::string p = "blk." + std::to_string(l) + ".";
-      for (auto [lin, name] : {std::pair{&L.wq, "attn_q"}, {&L.wk, "attn_k"}, {&L.wv, "attn_v"},
-                               {&L.wo, "attn_output"}, {&L.w_gate, "ffn_gate"}, {&L.w_up, "ffn_up"},
-                               {&L.w_down, "ffn_down"}}) {
-        lin->packed = m->kernels_->prepare(lin->w);
-        lin->w.packed = lin->packed.get();
-        if (lin->converted.empty()) {
-          f.release(*f.find_tensor(p + name + ".weight"));
-        } else {
-          std::vector<uint8_t>().swap(lin->converted);
-          lin->w.data = nullptr;
-        }
-      }
-    }
-  }
   w.output_norm = norm_vector(f, "output_norm.weight", c.dim);
   c.tied_output = f.find_tensor("output.weight") == nullptr;
   w.output = c.tied_output ? w.token_embd : float_matrix(f, "output.weight", c.vocab_size, c.dim);
