@@ -1,13 +1,10 @@
-// The plain read-bandwidth roof every kernel is compared against: sum a
-// buffer larger than 4 x L3 with the widest loads available. Integer adds on
-// several accumulators keep the loop bound by loads, not by add latency.
-// The roof is the fastest plain read found on the machines of
+// The plain read-bandwidth roof every kernel is compared against: a buffer
+// larger than 4 x L3 summed by tern::read_sum (kernels/read_roof.cpp). The
+// roof is the fastest plain read found on the machines of
 // docs/PERFORMANCE.md, so that no kernel looks better than it is: the buffer
 // is on transparent huge pages (as the repacked weight layouts are) and the
-// loop prefetches 1 KiB ahead; either one alone left 10-15% of the
-// bandwidth unused on one core.
-// target attributes (not per-file -m flags) keep the rest of this file
-// runnable on any x86-64; the path is chosen from tern::cpu_features().
+// loop prefetches ahead; either one alone left 10-15% of the bandwidth
+// unused on one core.
 #include <omp.h>
 #if defined(__linux__)
 #include <sys/mman.h>
@@ -20,87 +17,10 @@
 #include "bench.h"
 #include "tern/error.h"
 
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
-
 namespace tern::bench {
 namespace {
 
-constexpr size_t kChunk = 256;  // bytes per unrolled step of every path
-constexpr size_t kAhead = 1024;
-
-inline void prefetch_chunk(const uint8_t* p) {
-  for (size_t l = 0; l < kChunk; l += 64) __builtin_prefetch(p + kAhead + l);
-}
-
-#if defined(__x86_64__)
-__attribute__((target("avx512f"))) uint64_t sum_avx512(const uint8_t* p, size_t n) {
-  __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
-  for (size_t i = 0; i < n; i += kChunk) {
-    prefetch_chunk(p + i);
-    a0 = _mm512_add_epi64(a0, _mm512_load_si512(p + i));
-    a1 = _mm512_add_epi64(a1, _mm512_load_si512(p + i + 64));
-    a2 = _mm512_add_epi64(a2, _mm512_load_si512(p + i + 128));
-    a3 = _mm512_add_epi64(a3, _mm512_load_si512(p + i + 192));
-  }
-  alignas(64) uint64_t lanes[8];
-  _mm512_store_si512(lanes, _mm512_add_epi64(_mm512_add_epi64(a0, a1), _mm512_add_epi64(a2, a3)));
-  uint64_t s = 0;
-  for (uint64_t v : lanes) s += v;
-  return s;
-}
-
-__attribute__((target("avx2"))) uint64_t sum_avx2(const uint8_t* p, size_t n) {
-  __m256i a[8];
-  for (auto& v : a) v = _mm256_setzero_si256();
-  for (size_t i = 0; i < n; i += kChunk) {
-    prefetch_chunk(p + i);
-    for (int j = 0; j < 8; ++j)
-      a[j] = _mm256_add_epi64(a[j], _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i + 32 * j)));
-  }
-  __m256i s = a[0];
-  for (int j = 1; j < 8; ++j) s = _mm256_add_epi64(s, a[j]);
-  alignas(32) uint64_t lanes[4];
-  _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), s);
-  return lanes[0] + lanes[1] + lanes[2] + lanes[3];
-}
-#endif
-
-// Left to the compiler's vectorizer (SSE2 at least on x86-64).
-uint64_t sum_plain(const uint8_t* p, size_t n) {
-  uint64_t acc[8] = {};
-  for (size_t i = 0; i < n; i += 64) {
-    if (i % kChunk == 0) prefetch_chunk(p + i);
-    for (int j = 0; j < 8; ++j) {
-      uint64_t v;
-      std::memcpy(&v, p + i + 8 * j, 8);
-      acc[j] += v;
-    }
-  }
-  uint64_t s = 0;
-  for (uint64_t v : acc) s += v;
-  return s;
-}
-
-using SumFn = uint64_t (*)(const uint8_t*, size_t);
-
-SumFn pick(const char** isa) {
-  const CpuFeatures& f = cpu_features();
-#if defined(__x86_64__)
-  if (f.avx512f && f.os_avx512) {
-    *isa = "avx512";
-    return sum_avx512;
-  }
-  if (f.avx2 && f.os_avx) {
-    *isa = "avx2";
-    return sum_avx2;
-  }
-#endif
-  (void)f;
-  *isa = "plain";
-  return sum_plain;
-}
+constexpr size_t kChunk = kReadChunk;
 
 struct FreeDeleter {
   void operator()(uint8_t* p) const { std::free(p); }
@@ -135,8 +55,6 @@ void release_roof_buffer() {
 }
 
 uint64_t read_range(const RoofBuffer& b, size_t offset, size_t bytes, int threads) {
-  const char* isa = "";
-  const SumFn sum = pick(&isa);
   const size_t chunks = bytes / kChunk;
   const uint8_t* base = b.data + offset / kChunk * kChunk;
   uint64_t total = 0;
@@ -144,13 +62,13 @@ uint64_t read_range(const RoofBuffer& b, size_t offset, size_t bytes, int thread
   {
     const size_t nt = size_t(omp_get_num_threads()), t = size_t(omp_get_thread_num());
     const size_t c0 = chunks * t / nt, c1 = chunks * (t + 1) / nt;
-    if (c0 < c1) total += sum(base + c0 * kChunk, (c1 - c0) * kChunk);
+    if (c0 < c1) total += read_sum(base + c0 * kChunk, (c1 - c0) * kChunk);
   }
   return total;
 }
 
 uint64_t read_slice(const RoofBuffer& b, int slice, int threads, const char** isa) {
-  pick(isa);
+  read_sum(b.data, 0, isa);
   return read_range(b, size_t(slice) * b.slice_bytes(), b.slice_bytes(), threads);
 }
 

@@ -86,6 +86,12 @@ struct KernelSet {
   PreparedBytes prepared_bytes = nullptr;  // set exactly when prepare is
 };
 
+// The read roof's loop (kernels/read_roof.cpp): sums the bytes p[0, n) (n
+// rounded down to kReadChunk, p 64-byte aligned) with the widest vector
+// loads this CPU has, prefetching ahead; `isa` (if given) names the path.
+constexpr size_t kReadChunk = 256;
+uint64_t read_sum(const uint8_t* p, size_t n, const char** isa = nullptr);
+
 // Every kernel set built into this binary, best first; scalar is last.
 std::span<const KernelSet* const> all_kernel_sets();
 // The set used for weights seen with `mode` activations: the first available

@@ -141,6 +141,19 @@ class Model {
   // for it, so it stays the one this model uses.
   const KernelSet& kernels() const { return *kernels_; }
 
+  // Weights of the model as the checkpoint counts them (ternary linears at
+  // their logical width, embeddings, an untied head, norms).
+  int64_t n_params() const;
+  // Bytes one decode step reads apart from the KV cache: every ternary
+  // linear in the layout its kernel reads, the head in its stored type, the
+  // norms. The numerator of a decode's fraction of the read roof.
+  int64_t bytes_per_token() const;
+  // KV cache bytes a token at position pos reads (keys and values of
+  // positions 0..pos in every layer).
+  int64_t kv_bytes_at(int64_t pos) const {
+    return 2 * int64_t(config_.n_layers) * (pos + 1) * config_.kv_dim() * int64_t(sizeof(float));
+  }
+
   // Sizes the run state: a KV cache of `max_seq` positions (0: the trained
   // context) and batches of up to `max_batch` tokens.
   void reset(int max_seq = 0, int max_batch = 64);

@@ -254,6 +254,42 @@ void Model::load_layer(int l) {
   }
 }
 
+namespace {
+
+template <class Fn>
+void for_each_linear(const Weights& w, Fn fn) {
+  for (const LayerWeights& L : w.layers)
+    for (const Linear* l : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) fn(*l);
+}
+
+int64_t norm_floats(const Config& c) {
+  const int64_t per_layer = 2 * int64_t(c.dim) + (c.sub_norms ? c.q_dim() + c.hidden_dim : 0) +
+                            (c.linear_norm_eps > 0 ? 5 * int64_t(c.dim) + c.q_dim() + c.hidden_dim : 0);
+  return c.n_layers * per_layer + c.dim;
+}
+
+}  // namespace
+
+int64_t Model::n_params() const {
+  const Config& c = config_;
+  int64_t n = int64_t(c.vocab_size) * c.dim * (c.tied_output ? 1 : 2) + norm_floats(c);
+  const int64_t per_layer = int64_t(c.dim) * (2 * c.q_dim() + 2 * c.kv_dim()) +
+                            3 * int64_t(c.dim) * c.hidden_dim;
+  return n + c.n_layers * per_layer;
+}
+
+int64_t Model::bytes_per_token() const {
+  const Config& c = config_;
+  int64_t bytes = int64_t(weights_.output.rows) * weights_.output.cols *
+                      int64_t(gguf::traits(weights_.output.type).type_size) +
+                  norm_floats(c) * int64_t(sizeof(float));
+  for_each_linear(weights_, [&](const Linear& l) {
+    bytes += l.w.packed ? kernels_->prepared_bytes(l.w)
+                        : l.w.rows * ternary_row_bytes(l.w.type, l.w.cols) + l.w.rows * int64_t(sizeof(float));
+  });
+  return bytes;
+}
+
 std::unique_ptr<Model> Model::load(const std::string& path) {
   std::unique_ptr<Model> m(new Model(gguf::File::open(path)));
   const gguf::File& f = m->file_;

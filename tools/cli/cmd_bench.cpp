@@ -1,84 +1,213 @@
-// llama-bench-style end-to-end speed: prompt processing (pp) of a batch of
-// tokens and text generation (tg) one token at a time, on random tokens.
+// llama-bench's flags and output (-m, -p, -n, -pg, -t, -r, -o md|csv|json|
+// jsonl) for tern: prompt processing (pp) of a batch of random tokens, text
+// generation (tg) one token at a time, and both (pg), each from an empty
+// KV cache after one warm-up run. Beside llama-bench's columns tern prints
+// what makes a decode figure comparable across machines: the bytes one
+// token reads, the plain read bandwidth measured in the same run on the
+// same threads (the roof), and the fraction of it the decode reached.
 #include <omp.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <memory>
 
+#include "cli/bench_output.h"
 #include "cli/commands.h"
+#include "tern/error.h"
 #include "tern/kernels.h"
 
 namespace tern::cli {
 namespace {
 
 struct BenchOptions {
-  RunOptions run;
-  int n_prompt = 64;
-  int n_gen = 32;
-  int reps = 3;
+  std::vector<std::string> models;
+  std::vector<int> n_prompt{512};
+  std::vector<int> n_gen{128};
+  std::vector<std::string> pg;  // "pp,tg" pairs
+  std::vector<int> threads;     // empty: all cores
+  int reps = 5;
+  std::string output = "md";
+  std::string kernel;
+  bool roof = true;
 };
 
 double now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-void report(const char* test, int n, const std::vector<double>& secs, const Model& m) {
-  double mean = 0, var = 0;
-  std::vector<double> rates;
-  for (double s : secs) rates.push_back(n / s);
-  for (double r : rates) mean += r / double(rates.size());
-  for (double r : rates) var += (r - mean) * (r - mean) / double(std::max<size_t>(1, rates.size() - 1));
-  std::printf("%-10s %-12s %3d  %-6s %5d  %10.2f ± %.2f tok/s\n",
-              gguf::traits(m.config().weight_type).name, m.kernels().name,
-              omp_get_max_threads(), test, n, mean, std::sqrt(var));
+std::string iso_time() {
+  const std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%FT%TZ", std::gmtime(&t));
+  return buf;
 }
 
-void run_bench(const BenchOptions& o) {
-  std::unique_ptr<Model> model = open_model(o.run);
-  const Config& c = model->config();
-  const int ctx = std::min(model->max_seq(), std::max(o.n_prompt, o.n_gen) + 1);
-  model->reset(ctx, std::max(1, o.n_prompt));
-  std::vector<int32_t> toks(size_t(std::max(o.n_prompt, 1)));
+// Bytes per second of plain reads over `bytes` on `threads` threads: the best
+// of three passes over a buffer filled once (distinct words, so no shared
+// zero page is read instead), on huge pages as the prepared weights are.
+double read_roof(size_t bytes, int threads) {
+  constexpr size_t kPage = size_t(1) << 21;
+  bytes = (bytes + kPage - 1) / kPage * kPage;
+  struct Free {
+    void operator()(uint64_t* p) const { std::free(p); }
+  };
+  std::unique_ptr<uint64_t, Free> buf(static_cast<uint64_t*>(std::aligned_alloc(kPage, bytes)));
+  if (!buf) throw Error("bench: cannot allocate " + std::to_string(bytes) + " bytes to measure the read roof");
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  madvise(buf.get(), bytes, MADV_HUGEPAGE);
+#endif
+  const size_t words = bytes / 8;
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (size_t i = 0; i < words; ++i) buf.get()[i] = i * 0x9E3779B97F4A7C15ull;
+  const auto* p = reinterpret_cast<const uint8_t*>(buf.get());
+  const size_t chunks = bytes / kReadChunk;
+  double best = 0;
+  volatile uint64_t sink = 0;
+  for (int pass = 0; pass < 3; ++pass) {
+    uint64_t total = 0;
+    const double t0 = now();
+#pragma omp parallel num_threads(threads) reduction(+ : total)
+    {
+      const size_t nt = size_t(omp_get_num_threads()), t = size_t(omp_get_thread_num());
+      const size_t c0 = chunks * t / nt, c1 = chunks * (t + 1) / nt;
+      total += read_sum(p + c0 * kReadChunk, (c1 - c0) * kReadChunk);
+    }
+    best = std::max(best, double(bytes) / (now() - t0));
+    sink = sink + total;
+  }
+  return best;
+}
+
+std::vector<int32_t> random_tokens(int n, int vocab) {
+  std::vector<int32_t> toks(size_t(std::max(n, 1)));
   uint64_t x = 12345;
   for (int32_t& t : toks) {
     x = x * 6364136223846793005ull + 1442695040888963407ull;
-    t = int32_t((x >> 33) % uint64_t(c.vocab_size));
+    t = int32_t((x >> 33) % uint64_t(vocab));
   }
-  std::printf("%-10s %-12s %3s  %-6s %5s  %s\n", "weights", "kernel", "thr", "test", "n", "speed");
-  model->forward(std::span<const int32_t>(toks.data(), 1), 0, false);  // warm-up
-  if (o.n_prompt > 0) {
-    std::vector<double> secs;
-    for (int r = 0; r < o.reps; ++r) {
-      const double t0 = now();
-      model->forward(std::span<const int32_t>(toks.data(), size_t(o.n_prompt)), 0, false);
-      secs.push_back(now() - t0);
+  return toks;
+}
+
+// One pp/tg/pg run from an empty cache: the prompt as one batch, then the
+// generated tokens one at a time after it.
+void run_once(Model& m, const std::vector<int32_t>& toks, int n_prompt, int n_gen) {
+  if (n_prompt > 0) m.forward(std::span<const int32_t>(toks.data(), size_t(n_prompt)), 0, false);
+  for (int i = 0; i < n_gen; ++i)
+    m.forward(std::span<const int32_t>(&toks[size_t(n_prompt + i) % toks.size()], 1), n_prompt + i,
+              false);
+}
+
+std::pair<int, int> parse_pg(const std::string& s) {
+  const size_t comma = s.find(',');
+  try {
+    if (comma != std::string::npos) {
+      size_t a = 0, b = 0;
+      const int pp = std::stoi(s.substr(0, comma), &a), tg = std::stoi(s.substr(comma + 1), &b);
+      if (a == comma && b == s.size() - comma - 1 && pp >= 0 && tg >= 0) return {pp, tg};
     }
-    report("pp", o.n_prompt, secs, *model);
+  } catch (const std::exception&) {
   }
-  if (o.n_gen > 0) {
-    std::vector<double> secs;
-    for (int r = 0; r < o.reps; ++r) {
-      const double t0 = now();
-      for (int i = 0; i < o.n_gen; ++i)
-        model->forward(std::span<const int32_t>(&toks[size_t(i) % toks.size()], 1), i, false);
-      secs.push_back(now() - t0);
+  throw Error("-pg " + s + ": expected two non-negative counts 'pp,tg'");
+}
+
+void run_bench(const BenchOptions& o) {
+  std::vector<int> threads = o.threads;
+  if (threads.empty()) threads.push_back(omp_get_num_procs());
+  std::vector<std::pair<int, int>> tests;  // (n_prompt, n_gen)
+  for (int p : o.n_prompt)
+    if (p > 0) tests.push_back({p, 0});
+  for (int n : o.n_gen)
+    if (n > 0) tests.push_back({0, n});
+  for (const std::string& s : o.pg) tests.push_back(parse_pg(s));
+  if (tests.empty()) throw Error("bench: no test to run (every -p, -n and -pg count is 0)");
+  std::unique_ptr<BenchPrinter> out = make_bench_printer(o.output);
+  out->header();
+  for (const std::string& given : o.models.empty() ? std::vector<std::string>{""} : o.models) {
+    RunOptions run;
+    run.model = given;
+    run.kernel = o.kernel;
+    run.threads = *std::max_element(threads.begin(), threads.end());  // sizes per-thread buffers
+    std::unique_ptr<Model> model = open_model(run);
+    const Config& c = model->config();
+    int ctx = 1, batch = 1;
+    for (auto [p, n] : tests) {
+      ctx = std::max(ctx, p + n);
+      batch = std::max(batch, std::min(p, 512));
     }
-    report("tg", o.n_gen, secs, *model);
+    if (ctx > c.context_length)
+      throw Error("bench: a test needs " + std::to_string(ctx) + " positions; the model's context is " +
+                  std::to_string(c.context_length));
+    model->reset(ctx, batch);
+    const std::vector<int32_t> toks = random_tokens(ctx, c.vocab_size);
+    BenchRow row;
+    row.model_filename = model->file().path();
+    row.model_type = std::string(c.family ? c.family->gguf_arch : "?") + " " +
+                     gguf::traits(c.weight_type).name;
+    row.model_size = int64_t(std::filesystem::file_size(model->file().path()));
+    row.model_n_params = model->n_params();
+    row.kernel = model->kernels().name;
+    for (int t : threads) {
+      omp_set_num_threads(t);
+      row.n_threads = t;
+      // The roof over as many bytes as a token reads (at least 256 MiB, at
+      // most 2 GiB), so it comes from DRAM as the weights do.
+      const int64_t per_token = model->bytes_per_token();
+      row.roof_bytes_per_sec =
+          o.roof ? read_roof(size_t(std::clamp<int64_t>(per_token, int64_t(256) << 20, int64_t(2) << 30)), t)
+                 : 0;
+      for (auto [p, n] : tests) {
+        row.n_prompt = p;
+        row.n_gen = n;
+        row.test_time = iso_time();
+        run_once(*model, toks, p, n);  // warm-up
+        row.samples_ns.clear();
+        for (int r = 0; r < o.reps; ++r) {
+          const double t0 = now();
+          run_once(*model, toks, p, n);
+          row.samples_ns.push_back(int64_t((now() - t0) * 1e9));
+        }
+        // A decode token at position pos reads the weights and pos + 1 KV
+        // entries; tg from an empty cache averages over positions 0..n-1.
+        row.bytes_per_token = 0;
+        if (p == 0) row.bytes_per_token = per_token + (model->kv_bytes_at(0) + model->kv_bytes_at(n - 1)) / 2;
+        out->row(row);
+      }
+    }
   }
+  out->footer();
 }
 
 }  // namespace
 
 void add_bench(CLI::App& app) {
   auto o = std::make_shared<BenchOptions>();
-  CLI::App* cmd = app.add_subcommand("bench", "measure prompt and generation speed");
-  add_run_options(*cmd, o->run);
-  cmd->add_option("-p,--n-prompt", o->n_prompt, "prompt tokens per pp test (default 64)")
+  CLI::App* cmd = app.add_subcommand("bench", "measure prompt and generation speed (llama-bench's flags)");
+  cmd->add_option("-m,--model", o->models, "GGUF model file(s), comma-separated (default: the bundled model)")
+      ->delimiter(',');
+  cmd->add_option("-p,--n-prompt", o->n_prompt, "prompt tokens per pp test, comma-separated (default 512)")
+      ->delimiter(',')
       ->check(CLI::NonNegativeNumber);
-  cmd->add_option("-n,--n-gen", o->n_gen, "tokens per tg test (default 32)")
+  cmd->add_option("-n,--n-gen", o->n_gen, "tokens per tg test, comma-separated (default 128)")
+      ->delimiter(',')
       ->check(CLI::NonNegativeNumber);
-  cmd->add_option("-r,--repetitions", o->reps, "repetitions (default 3)")->check(CLI::Range(1, 1000));
+  cmd->add_option("--pg", o->pg, "-pg pp,tg: a prompt then generation test (repeatable)");
+  cmd->add_option("-t,--threads", o->threads, "thread counts, comma-separated (default: all cores)")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 1024));
+  cmd->add_option("-r,--repetitions", o->reps, "repetitions of each test (default 5)")
+      ->check(CLI::Range(1, 1000));
+  cmd->add_option("-o,--output", o->output, "output format (default md)")
+      ->check(CLI::IsMember({"md", "csv", "json", "jsonl"}));
+  cmd->add_option("--kernel", o->kernel, "force a kernel set (see 'tern kernels')");
+  cmd->add_flag("!--no-roof", o->roof, "skip measuring the read bandwidth");
   cmd->callback([o] { run_bench(*o); });
 }
 

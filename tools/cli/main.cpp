@@ -1,5 +1,6 @@
 // tern: one binary, one subcommand per stage of the pipeline.
 #include <cstdio>
+#include <cstring>
 #include <exception>
 
 #include "cli/commands.h"
@@ -17,6 +18,11 @@ int main(int argc, char** argv) {
   tern::cli::add_bench(app);
   tern::cli::add_tokenize(app);
   tern::cli::add_chat(app);
+  // llama-bench spells its prompt+generation test -pg; CLI11 reads a single
+  // dash as one-letter options, so bench's -pg is handed over as --pg.
+  char pg[] = "--pg";
+  for (int i = 2; argc > 1 && std::strcmp(argv[1], "bench") == 0 && i < argc; ++i)
+    if (std::strcmp(argv[i], "-pg") == 0) argv[i] = pg;
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
