@@ -1,7 +1,7 @@
-// What every SIMD dense (output head) kernel shares: the element type of
-// each stored float type, and the loops over row tiles and vectors around
-// an ISA's `Rows<T, R>::run(w, K, x, out)`, which takes R rows of stride K
-// against one vector x[K] in the summation order kernels.h fixes.
+// What every SIMD dense (output head) kernel shares: the loops over row
+// tiles and vectors around an ISA's `Rows<T, R>::run(w, row_bytes, K, x,
+// out)`, which takes R rows (row_bytes apart) against one vector x[K] in the
+// summation order kernels.h fixes.
 //
 // Internal linkage: each includer is compiled with its own -m flags.
 #pragma once
@@ -12,30 +12,20 @@
 namespace tern::kernels_detail {
 namespace {
 
-template <gguf::TensorType T>
-struct DenseElem {
-  using type = uint16_t;  // F16 and BF16
-};
-template <>
-struct DenseElem<gguf::TensorType::F32> {
-  using type = float;
-};
-
 template <template <gguf::TensorType, int> class Rows, int R, gguf::TensorType T>
 void dense_gemm_typed(const DenseMatrix& m, const float* x, int64_t n, float* y, int64_t ldy,
                       int64_t r0, int64_t r1) {
-  using E = typename DenseElem<T>::type;
-  const int64_t K = m.cols;
-  const E* w = static_cast<const E*>(m.data);
+  const int64_t K = m.cols, rb = dense_row_bytes(m.type, K);
+  const uint8_t* w = static_cast<const uint8_t*>(m.data);
   int64_t r = r0;
   for (; r + R <= r1; r += R)
     for (int64_t i = 0; i < n; ++i) {
       float out[R];
-      Rows<T, R>::run(w + r * K, K, x + i * K, out);
+      Rows<T, R>::run(w + r * rb, rb, K, x + i * K, out);
       for (int j = 0; j < R; ++j) y[i * ldy + r + j] = out[j];
     }
   for (; r < r1; ++r)
-    for (int64_t i = 0; i < n; ++i) Rows<T, 1>::run(w + r * K, K, x + i * K, y + i * ldy + r);
+    for (int64_t i = 0; i < n; ++i) Rows<T, 1>::run(w + r * rb, rb, K, x + i * K, y + i * ldy + r);
 }
 
 // R rows side by side give R independent FMA chains per accumulator.
@@ -45,14 +35,11 @@ void dense_gemm_driver(const DenseMatrix& m, const float* x, int64_t n, float* y
   using gguf::TensorType;
   check_dense_call(m, n, ldy, r0, r1);
   switch (m.type) {
-    case TensorType::F32:
-      return dense_gemm_typed<Rows, R, TensorType::F32>(m, x, n, y, ldy, r0, r1);
-    case TensorType::F16:
-      return dense_gemm_typed<Rows, R, TensorType::F16>(m, x, n, y, ldy, r0, r1);
-    case TensorType::BF16:
-      return dense_gemm_typed<Rows, R, TensorType::BF16>(m, x, n, y, ldy, r0, r1);
-    default:
-      return;  // check_dense_call refused every other type
+    case TensorType::F32: return dense_gemm_typed<Rows, R, TensorType::F32>(m, x, n, y, ldy, r0, r1);
+    case TensorType::F16: return dense_gemm_typed<Rows, R, TensorType::F16>(m, x, n, y, ldy, r0, r1);
+    case TensorType::BF16: return dense_gemm_typed<Rows, R, TensorType::BF16>(m, x, n, y, ldy, r0, r1);
+    case TensorType::Q8_0: return dense_gemm_typed<Rows, R, TensorType::Q8_0>(m, x, n, y, ldy, r0, r1);
+    default: return;  // check_dense_call refused every other type
   }
 }
 

@@ -146,12 +146,28 @@ void check_call(const TernaryMatrix& w, ActMode mode, int64_t n, int64_t r0, int
          std::to_string(w.rows) + ")");
 }
 
+}  // namespace kernels_detail
+
+int64_t dense_row_bytes(gguf::TensorType type, int64_t K) {
+  switch (type) {
+    case gguf::TensorType::F32: return 4 * K;
+    case gguf::TensorType::F16:
+    case gguf::TensorType::BF16: return 2 * K;
+    case gguf::TensorType::Q8_0: return K / QK8_0 * int64_t(sizeof(BlockQ8_0));
+    default: throw Error("dense matrix: type " + std::to_string(uint32_t(type)) + " is not F32, F16, BF16 or Q8_0");
+  }
+}
+
+namespace kernels_detail {
+
 void check_dense_call(const DenseMatrix& w, int64_t n, int64_t ldy, int64_t r0, int64_t r1) {
   auto fail = [](const std::string& problem) { throw Error("dense kernel call: " + problem); };
   using gguf::TensorType;
-  if (w.type != TensorType::F32 && w.type != TensorType::F16 && w.type != TensorType::BF16)
-    fail("weight type " + std::to_string(uint32_t(w.type)) + " is not F32, F16 or BF16");
-  if (w.rows < 0 || w.cols <= 0) fail("shape " + std::to_string(w.rows) + "x" + std::to_string(w.cols));
+  if (w.type != TensorType::F32 && w.type != TensorType::F16 && w.type != TensorType::BF16 &&
+      w.type != TensorType::Q8_0)
+    fail("weight type " + std::to_string(uint32_t(w.type)) + " is not F32, F16, BF16 or Q8_0");
+  if (w.rows < 0 || w.cols <= 0 || (w.type == TensorType::Q8_0 && w.cols % QK8_0 != 0))
+    fail("shape " + std::to_string(w.rows) + "x" + std::to_string(w.cols));
   if (w.data == nullptr && w.rows > 0) fail("matrix has no data");
   if (n < 0) fail("negative vector count " + std::to_string(n));
   if (r0 < 0 || r0 > r1 || r1 > w.rows)

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kernel_sets.h"
+#include "tern/error.h"
 #include "tern/quant.h"
 
 namespace tern {
@@ -73,20 +74,23 @@ void gemv_i8(const TernaryMatrix& w, const int8_t* q, int32_t* sums, int64_t r0,
 }
 
 // Dense (output head): the order kernels.h documents, written out plainly.
-float widen(gguf::TensorType type, const void* row, int64_t k) {
-  if (type == gguf::TensorType::F32) return static_cast<const float*>(row)[k];
-  const uint16_t h = static_cast<const uint16_t*>(row)[k];
-  return type == gguf::TensorType::F16 ? fp16_to_f32(h) : bf16_to_f32(h);
+float widen(gguf::TensorType type, const uint8_t* row, int64_t k) {
+  switch (type) {
+    case gguf::TensorType::F32: return reinterpret_cast<const float*>(row)[k];
+    case gguf::TensorType::F16: return fp16_to_f32(reinterpret_cast<const uint16_t*>(row)[k]);
+    case gguf::TensorType::BF16: return bf16_to_f32(reinterpret_cast<const uint16_t*>(row)[k]);
+    case gguf::TensorType::Q8_0: return q8_0_value(reinterpret_cast<const BlockQ8_0*>(row), k);
+    default: throw Error("dense kernel: unexpected type");  // check_dense_call refused it
+  }
 }
 
 void dense_gemm(const DenseMatrix& w, const float* x, int64_t n, float* y, int64_t ldy, int64_t r0,
                 int64_t r1) {
   kernels_detail::check_dense_call(w, n, ldy, r0, r1);
-  const int64_t K = w.cols, padded = (K + 15) / 16 * 16;
-  const size_t elem = w.type == gguf::TensorType::F32 ? 4 : 2;
+  const int64_t K = w.cols, padded = (K + 15) / 16 * 16, rb = dense_row_bytes(w.type, K);
   std::vector<float> row(static_cast<size_t>(padded), 0.0f), xs(static_cast<size_t>(padded), 0.0f);
   for (int64_t r = r0; r < r1; ++r) {
-    const void* p = static_cast<const uint8_t*>(w.data) + size_t(r) * size_t(K) * elem;
+    const uint8_t* p = static_cast<const uint8_t*>(w.data) + r * rb;
     for (int64_t k = 0; k < K; ++k) row[size_t(k)] = widen(w.type, p, k);
     for (int64_t i = 0; i < n; ++i) {
       std::copy(x + i * K, x + (i + 1) * K, xs.begin());

@@ -51,8 +51,9 @@ using GemmF32 = void (*)(const TernaryMatrix& w, const float* x, int64_t n, floa
 using GemmI8 = void (*)(const TernaryMatrix& w, const int8_t* q, int64_t n, int32_t* sums,
                         int64_t r0, int64_t r1);
 
-// A float matrix [rows x cols] in F32, F16 or BF16, rows contiguous as GGUF
-// stores them: the output head (and tied token embeddings).
+// A float matrix [rows x cols] in F32, F16, BF16 or Q8_0 (cols a multiple
+// of 32), rows contiguous as GGUF stores them: the output head (and tied
+// token embeddings).
 struct DenseMatrix {
   gguf::TensorType type = gguf::TensorType::F32;
   int64_t rows = 0, cols = 0;
@@ -63,9 +64,13 @@ struct DenseMatrix {
 // depend on the kernel: per (row, vector), 16 float lanes, lane j summing
 // fma(W[r][k], x[k], lane) over k = j mod 16 in increasing k (a last partial
 // group of 16 is padded with zeros of both), then lanes j and j + 8 added,
-// then j and j + 4, j + 2, j + 1. Weights are widened to f32 exactly.
+// then j and j + 4, j + 2, j + 1. Weights are widened to f32 exactly (a
+// Q8_0 weight is fp16(d) * q, which f32 holds exactly).
 using DenseGemm = void (*)(const DenseMatrix& w, const float* x, int64_t n, float* y, int64_t ldy,
                            int64_t r0, int64_t r1);
+
+// Bytes of one row of a DenseMatrix of `type` (K values).
+int64_t dense_row_bytes(gguf::TensorType type, int64_t K);
 
 // Builds a kernel's private weight layout once, at load; the result is
 // stored in TernaryMatrix::packed and must outlive every call on w.

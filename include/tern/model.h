@@ -46,8 +46,8 @@ struct Config {
   int kv_dim() const { return n_kv_heads * head_dim; }
 };
 
-// A float matrix [rows x cols] kept in the file's F32, F16 or BF16; the
-// kernel set's dense_gemm multiplies it.
+// A float matrix [rows x cols] kept in the file's F32, F16, BF16 or Q8_0;
+// the kernel set's dense_gemm multiplies it.
 struct FloatMatrix : DenseMatrix {
   void row(int64_t r, float* out) const;  // dequantize one row
 };

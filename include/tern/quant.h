@@ -49,6 +49,27 @@ float bf16_to_f32(uint16_t h);
 // Truncates: exact for values that came from BF16, which is all tern uses it for.
 uint16_t f32_to_bf16(float f);
 
+// Round to nearest even (NaN stays NaN): pack's conversion when a float
+// tensor is asked to become BF16 (--output-type bf16).
+uint16_t f32_to_bf16_rne(float f);
+
+// llama.cpp's Q8_0, for output heads and embeddings (--output-type q8_0):
+// 32 values as d * q, d = max|x| / 127 stored as fp16, q = round(x / d).
+constexpr int QK8_0 = 32;
+struct BlockQ8_0 {
+  uint16_t d;  // fp16
+  int8_t qs[QK8_0];
+};
+static_assert(sizeof(BlockQ8_0) == 34, "Q8_0 block must be 34 bytes");
+// n a positive multiple of QK8_0 (else tern::Error). Quantizes as
+// llama.cpp's reference quantize_row_q8_0 does (the f32 d divides, the
+// fp16 d is stored), so llama-quantize and tern write the same bytes.
+void quantize_q8_0_row(const float* x, int64_t n, BlockQ8_0* out);
+// Element k of a Q8_0 row: fp16(d) * q, exact in f32.
+inline float q8_0_value(const BlockQ8_0* row, int64_t k) {
+  return fp16_to_f32(row[k / QK8_0].d) * float(row[k / QK8_0].qs[k % QK8_0]);
+}
+
 // Pack/unpack one row of K trits (K a positive multiple of QK, else
 // tern::Error). `trits` values are -1, 0, +1; pack throws tern::Error
 // "non-ternary value V at column C" on anything else. d goes in every block.

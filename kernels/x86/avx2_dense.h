@@ -1,5 +1,6 @@
-// The dense (output head) GEMM for every x86 set: F32, F16 (F16C) and BF16
-// (a 16-bit shift) widened to f32 in registers and multiplied with FMA, in
+// The dense (output head) GEMM for every x86 set: F32, F16 (F16C), BF16
+// (a 16-bit shift) and Q8_0 (int8 times its fp16 scale) widened to f32 in
+// registers and multiplied with FMA, in
 // the summation order kernels.h fixes, so results equal the scalar set's bit
 // for bit. A row's 16 lanes are two ymm accumulators; four rows go side by
 // side so eight independent FMA chains hide the FMA latency, and each row
@@ -14,19 +15,32 @@
 #include <cstring>
 
 #include "../dense_driver.h"
+#include "tern/quant.h"
 
 namespace tern::kernels_detail {
 namespace {
 
 using gguf::TensorType;
 
-// Lanes [k, k + 16) of a row as two vectors of 8 f32.
+// Lanes [k, k + 16) of a row as two vectors of 8 f32. A Q8_0 row's 16
+// values lie in one block (k is a multiple of 16): fp16(d) * q is exact.
 template <TensorType T>
-inline void dense_load16(const typename DenseElem<T>::type* p, __m256& lo, __m256& hi) {
+inline void dense_load16(const uint8_t* row, int64_t k, __m256& lo, __m256& hi) {
   if constexpr (T == TensorType::F32) {
+    const float* p = reinterpret_cast<const float*>(row) + k;
     lo = _mm256_loadu_ps(p);
     hi = _mm256_loadu_ps(p + 8);
+  } else if constexpr (T == TensorType::Q8_0) {
+    const BlockQ8_0* b = reinterpret_cast<const BlockQ8_0*>(row) + k / QK8_0;
+    uint16_t dh;
+    std::memcpy(&dh, &b->d, 2);  // blocks are 34 bytes: unaligned
+    const __m256 d = _mm256_set1_ps(_cvtsh_ss(dh));
+    const int8_t* q = b->qs + k % QK8_0;
+    const __m128i q16 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
+    lo = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q16)), d);
+    hi = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(q16, 8))), d);
   } else {
+    const uint16_t* p = reinterpret_cast<const uint16_t*>(row) + k;
     const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
     const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 8));
     if constexpr (T == TensorType::F16) {
@@ -48,12 +62,10 @@ inline float dense_reduce16(__m256 lo, __m256 hi) {
   return _mm_cvtss_f32(a);
 }
 
-// Rows w[0..R) (stride K elements) against one vector x[K].
+// Rows w[0..R) (rb bytes apart) against one vector x[K].
 template <TensorType T, int R>
 struct DenseRows {
-  static inline void run(const typename DenseElem<T>::type* w, int64_t K, const float* x,
-                         float* out) {
-    using E = typename DenseElem<T>::type;
+  static inline void run(const uint8_t* w, int64_t rb, int64_t K, const float* x, float* out) {
     __m256 lo[R], hi[R];
     for (int r = 0; r < R; ++r) lo[r] = hi[r] = _mm256_setzero_ps();
     const int64_t full = K / 16 * 16;
@@ -61,21 +73,21 @@ struct DenseRows {
       const __m256 xl = _mm256_loadu_ps(x + k), xh = _mm256_loadu_ps(x + k + 8);
       for (int r = 0; r < R; ++r) {
         __m256 wl, wh;
-        dense_load16<T>(w + r * K + k, wl, wh);
+        dense_load16<T>(w + r * rb, k, wl, wh);
         lo[r] = _mm256_fmadd_ps(wl, xl, lo[r]);
         hi[r] = _mm256_fmadd_ps(wh, xh, hi[r]);
       }
     }
-    if (full < K) {  // the last partial group, zero-padded on both sides
-      const size_t rest = size_t(K - full);
+    if (full < K) {  // the last partial group (never Q8_0), zero-padded on both sides
+      const size_t rest = size_t(K - full), elem = T == TensorType::F32 ? 4 : 2;
       alignas(32) float xt[16] = {};
       std::memcpy(xt, x + full, rest * sizeof(float));
       const __m256 xl = _mm256_load_ps(xt), xh = _mm256_load_ps(xt + 8);
       for (int r = 0; r < R; ++r) {
-        alignas(32) E wt[16] = {};
-        std::memcpy(wt, w + r * K + full, rest * sizeof(E));
+        alignas(32) uint8_t wt[64] = {};
+        std::memcpy(wt, w + r * rb + full * int64_t(elem), rest * elem);
         __m256 wl, wh;
-        dense_load16<T>(wt, wl, wh);
+        dense_load16<T>(wt, 0, wl, wh);
         lo[r] = _mm256_fmadd_ps(wl, xl, lo[r]);
         hi[r] = _mm256_fmadd_ps(wh, xh, hi[r]);
       }

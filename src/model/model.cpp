@@ -17,7 +17,7 @@ namespace {
 
 using gguf::TensorType;
 
-constexpr std::array kFloatTypes{TensorType::F32, TensorType::F16, TensorType::BF16};
+constexpr std::array kFloatTypes{TensorType::F32, TensorType::F16, TensorType::BF16, TensorType::Q8_0};
 constexpr std::array kF32{TensorType::F32};
 constexpr std::array kTernaryTypes{TensorType::TQ2_0, TensorType::TQ1_0, TensorType::I2_S};
 
@@ -206,15 +206,22 @@ Linear load_linear(const gguf::File& f, const std::string& name, int64_t rows, i
 }  // namespace
 
 void FloatMatrix::row(int64_t r, float* out) const {
-  if (type == gguf::TensorType::F32) {
-    std::memcpy(out, static_cast<const float*>(data) + r * cols, size_t(cols) * sizeof(float));
-    return;
+  const uint8_t* p = static_cast<const uint8_t*>(data) + r * dense_row_bytes(type, cols);
+  switch (type) {
+    case gguf::TensorType::F32:
+      std::memcpy(out, p, size_t(cols) * sizeof(float));
+      return;
+    case gguf::TensorType::Q8_0:
+      for (int64_t i = 0; i < cols; ++i) out[i] = q8_0_value(reinterpret_cast<const BlockQ8_0*>(p), i);
+      return;
+    default:
+      break;
   }
-  const uint16_t* p = static_cast<const uint16_t*>(data) + r * cols;
+  const uint16_t* h = reinterpret_cast<const uint16_t*>(p);
   if (type == gguf::TensorType::BF16)
-    for (int64_t i = 0; i < cols; ++i) out[i] = bf16_to_f32(p[i]);
+    for (int64_t i = 0; i < cols; ++i) out[i] = bf16_to_f32(h[i]);
   else
-    for (int64_t i = 0; i < cols; ++i) out[i] = fp16_to_f32(p[i]);
+    for (int64_t i = 0; i < cols; ++i) out[i] = fp16_to_f32(h[i]);
 }
 
 void Model::load_layer(int l) {
@@ -280,8 +287,7 @@ int64_t Model::n_params() const {
 
 int64_t Model::bytes_per_token() const {
   const Config& c = config_;
-  int64_t bytes = int64_t(weights_.output.rows) * weights_.output.cols *
-                      int64_t(gguf::traits(weights_.output.type).type_size) +
+  int64_t bytes = weights_.output.rows * dense_row_bytes(weights_.output.type, weights_.output.cols) +
                   norm_floats(c) * int64_t(sizeof(float));
   for_each_linear(weights_, [&](const Linear& l) {
     bytes += l.w.packed ? kernels_->prepared_bytes(l.w)

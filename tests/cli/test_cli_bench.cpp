@@ -2,6 +2,7 @@
 // the md/csv/json/jsonl outputs with llama-bench's field names.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -73,6 +74,35 @@ TEST_F(CliBench, BadFlagsAreOneLineErrors) {
     EXPECT_LT(r.exit_code, 128) << args;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << args << ": " << r.err;
   }
+}
+
+}  // namespace
+
+namespace {
+
+double final_ppl(const std::string& out) {
+  const size_t at = out.find("PPL = ");
+  EXPECT_NE(at, std::string::npos) << out;
+  return at == std::string::npos ? 0 : std::stod(out.substr(at + 6));
+}
+
+// A Q8_0 head (pack --output-type q8_0) is read by every command and costs
+// the bundled model a small, nonzero amount of perplexity.
+TEST_F(CliBench, Q8HeadRunsAndCostsLittle) {
+  const std::string out = (dir_ / "q8.gguf").string();
+  auto p = cli("pack " + quote(tern::test::source("models/kjv-bitnet-6m")) + " -o " + quote(out) +
+               " --output-type q8_0 --verify");
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  const std::string text = quote(tern::test::source("models/revelation.txt"));
+  auto base = cli("perplexity -f " + text + " --chunks 4");
+  auto q8 = cli("perplexity -m " + quote(out) + " -f " + text + " --chunks 4");
+  ASSERT_EQ(base.exit_code, 0) << base.err;
+  ASSERT_EQ(q8.exit_code, 0) << q8.err;
+  const double a = final_ppl(base.out), b = final_ppl(q8.out);
+  EXPECT_NE(a, b) << "the head did change";
+  EXPECT_LT(std::fabs(b - a) / a, 0.005) << a << " vs " << b;
+  auto bench = cli("bench -m " + quote(out) + " -p 4 -n 2 -r 1 -o jsonl --no-roof");
+  ASSERT_EQ(bench.exit_code, 0) << bench.err;
 }
 
 }  // namespace

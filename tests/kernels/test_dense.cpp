@@ -1,7 +1,7 @@
 // The dense (output head) kernels of every kernel set this CPU runs: the
 // scalar one against a double-precision dot product, every other one
 // against scalar bit for bit (kernels.h fixes the summation order, so the
-// logits do not depend on the kernel), on F32, F16 and BF16, on widths that
+// logits do not depend on the kernel), on F32, F16, BF16 and Q8_0, on widths that
 // are and are not multiples of 16, one row and many, one vector and a batch.
 #include <gtest/gtest.h>
 
@@ -9,6 +9,7 @@
 #include <cstring>
 #include <iterator>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -34,8 +35,22 @@ Dense make_dense(TensorType type, int64_t rows, int64_t cols, uint32_t seed) {
   std::uniform_int_distribution<int> e(-6, 6);
   Dense d;
   const size_t n = size_t(rows * cols), elem = type == TensorType::F32 ? 4 : 2;
-  d.bytes.resize(n * elem);
   d.exact.resize(n);
+  if (type == TensorType::Q8_0) {  // random codes, scales over several magnitudes
+    std::uniform_int_distribution<int> q(-128, 127);
+    d.bytes.resize(n / QK8_0 * sizeof(BlockQ8_0));
+    auto* blocks = reinterpret_cast<BlockQ8_0*>(d.bytes.data());
+    for (size_t b = 0; b < n / QK8_0; ++b) {
+      blocks[b].d = f32_to_fp16(std::ldexp(std::fabs(v(rng)) + 0.1f, e(rng) - 7));
+      for (int j = 0; j < QK8_0; ++j) {
+        blocks[b].qs[j] = int8_t(q(rng));
+        d.exact[b * QK8_0 + size_t(j)] = double(fp16_to_f32(blocks[b].d)) * blocks[b].qs[j];
+      }
+    }
+    d.m = DenseMatrix{type, rows, cols, d.bytes.data()};
+    return d;
+  }
+  d.bytes.resize(n * elem);
   for (size_t i = 0; i < n; ++i) {
     const float f = std::ldexp(v(rng), e(rng));
     if (type == TensorType::F32) {
@@ -67,12 +82,18 @@ std::vector<float> random_vectors(int64_t n, int64_t cols, uint32_t seed) {
   return x;
 }
 
-constexpr TensorType kTypes[] = {TensorType::F32, TensorType::F16, TensorType::BF16};
+constexpr TensorType kTypes[] = {TensorType::F32, TensorType::F16, TensorType::BF16, TensorType::Q8_0};
 constexpr int64_t kWidths[] = {1, 7, 16, 17, 100, 256, 1536, 2563};
+constexpr int64_t kQ8Widths[] = {32, 64, 96, 256, 1536, 2560};
+// Q8_0 rows are whole 32-value blocks.
+std::span<const int64_t> widths(TensorType t) {
+  if (t == TensorType::Q8_0) return kQ8Widths;
+  return kWidths;
+}
 
 TEST(DenseScalar, MatchesDoublePrecision) {
   for (TensorType type : kTypes)
-    for (int64_t K : kWidths) {
+    for (int64_t K : widths(type)) {
       const int64_t M = 9, n = 3;
       const Dense d = make_dense(type, M, K, uint32_t(K));
       const std::vector<float> x = random_vectors(n, K, uint32_t(K) + 1);
@@ -111,7 +132,7 @@ class DenseSets : public ::testing::TestWithParam<std::string> {
 TEST_P(DenseSets, EqualsScalarBitForBit) {
   ASSERT_NE(set().dense_gemm, nullptr);
   for (TensorType type : kTypes)
-    for (int64_t K : kWidths)
+    for (int64_t K : widths(type))
       for (int64_t M : {1, 3, 4, 5, 13})
         for (int64_t n : {1, 2, 5}) {
           const Dense d = make_dense(type, M, K, uint32_t(K * 31 + M));
@@ -149,7 +170,11 @@ TEST_P(DenseSets, BadCallsAreErrors) {
   EXPECT_THROW(set().dense_gemm(d.m, x.data(), 1, y.data(), 4, 0, 5), Error);
   EXPECT_THROW(set().dense_gemm(d.m, x.data(), 1, y.data(), 4, 3, 2), Error);
   EXPECT_THROW(set().dense_gemm(d.m, x.data(), 2, y.data(), 3, 0, 4), Error);
-  DenseMatrix bad = d.m;
+  const Dense q = make_dense(TensorType::Q8_0, 2, 64, 2);
+  DenseMatrix bad = q.m;
+  bad.cols = 48;  // not whole Q8_0 blocks
+  EXPECT_THROW(set().dense_gemm(bad, x.data(), 1, y.data(), 2, 0, 2), Error);
+  bad = d.m;
   bad.type = TensorType::TQ2_0;
   EXPECT_THROW(set().dense_gemm(bad, x.data(), 1, y.data(), 4, 0, 4), Error);
   bad = d.m;

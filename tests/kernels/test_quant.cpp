@@ -396,3 +396,56 @@ TEST(Bf16, Exact) {
   EXPECT_TRUE(std::isnan(bf16_to_f32(0x7fc0)));
   EXPECT_TRUE(std::signbit(bf16_to_f32(0x8000)));
 }
+
+TEST(Bf16, RoundToNearestEven) {
+  EXPECT_EQ(f32_to_bf16_rne(1.0f), 0x3f80);
+  EXPECT_EQ(f32_to_bf16_rne(std::bit_cast<float>(0x3f808000u)), 0x3f80);  // tie, even stays
+  EXPECT_EQ(f32_to_bf16_rne(std::bit_cast<float>(0x3f818000u)), 0x3f82);  // tie, odd rounds up
+  EXPECT_EQ(f32_to_bf16_rne(std::bit_cast<float>(0x3f808001u)), 0x3f81);  // above the tie
+  EXPECT_EQ(f32_to_bf16_rne(std::bit_cast<float>(0xbf807fffu)), 0xbf80);  // below the tie
+  EXPECT_EQ(f32_to_bf16_rne(std::bit_cast<float>(0x7f7fffffu)), 0x7f80);  // rounds to inf
+  EXPECT_TRUE(std::isnan(bf16_to_f32(f32_to_bf16_rne(std::bit_cast<float>(0x7f800001u)))));
+  // Exact BF16 values come back unchanged, as truncation gives them.
+  for (uint32_t h = 0; h < 0x10000; h += 7) {
+    if (!std::isnan(bf16_to_f32(uint16_t(h)))) {
+      ASSERT_EQ(f32_to_bf16_rne(bf16_to_f32(uint16_t(h))), h) << h;
+    }
+  }
+}
+
+TEST(Q8_0, QuantizesAsLlamaCppReference) {
+  std::mt19937 rng(3);
+  std::normal_distribution<float> v(0.0f, 2.0f);
+  std::vector<float> x(96);
+  for (float& f : x) f = v(rng);
+  std::fill(x.begin() + 32, x.begin() + 64, 0.0f);  // an all-zero block
+  x[70] = -9.5f;                                       // the third block's absmax, negative
+  std::vector<BlockQ8_0> q(3);
+  quantize_q8_0_row(x.data(), 96, q.data());
+  for (int b = 0; b < 3; ++b) {
+    float amax = 0;
+    for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[size_t(b * 32 + j)]));
+    const float d = amax / 127.0f;
+    EXPECT_EQ(q[size_t(b)].d, f32_to_fp16(d)) << b;
+    for (int j = 0; j < 32; ++j) {
+      const float want = d != 0 ? std::round(x[size_t(b * 32 + j)] * (1.0f / d)) : 0.0f;
+      EXPECT_EQ(q[size_t(b)].qs[j], int8_t(want)) << b << " " << j;
+      // Within half a step of the value (plus the fp16 rounding of d).
+      EXPECT_NEAR(q8_0_value(q.data(), b * 32 + j), x[size_t(b * 32 + j)], 0.5f * d + 127 * d / 1024)
+          << b << " " << j;
+    }
+  }
+  EXPECT_EQ(q[2].qs[70 - 64], -127);
+  EXPECT_EQ(q[1].d, 0);
+}
+
+TEST(Q8_0, RefusesBadRows) {
+  std::vector<float> x(64, 1.0f);
+  std::vector<BlockQ8_0> q(2);
+  EXPECT_THROW(quantize_q8_0_row(x.data(), 48, q.data()), Error);
+  EXPECT_THROW(quantize_q8_0_row(x.data(), 0, q.data()), Error);
+  x[40] = std::numeric_limits<float>::infinity();
+  EXPECT_THROW(quantize_q8_0_row(x.data(), 64, q.data()), Error);
+  x[40] = std::nanf("");
+  EXPECT_THROW(quantize_q8_0_row(x.data(), 64, q.data()), Error);
+}

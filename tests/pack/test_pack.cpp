@@ -4,10 +4,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <optional>
 
 #include "pack/packer.h"
 #include "pack/safetensors.h"
 #include "pack_test_util.h"
+#include "tern/error.h"
 #include "tern/gguf.h"
 #include "tern/quant.h"
 
@@ -387,4 +389,52 @@ TEST(Packer, VocabPaddedToConfig) {
   o.verify = true;
   EXPECT_NO_THROW(pack_checkpoint(o));
   EXPECT_EQ(str(gguf::File::open(o.output_path), "general.name"), "ckpt");
+}
+
+// --output-type / --token-embedding-type (llama-quantize's idea): the head
+// and embedding in the asked type, quantized as llama.cpp's reference
+// quantizer does, checked by --verify; tied embeddings stay one tensor.
+TEST(Packer, HeadAndEmbeddingTypes) {
+  auto dir = test_dir();
+  const std::string untied = make_checkpoint(dir + "/untied", "--mode bitnet --dtype f32 --untied --seed 9");
+  const std::string tied = make_checkpoint(dir + "/tied", "--mode bitnet --dtype f32 --seed 10");
+  auto pack = [&](const std::string& ckpt, std::optional<TensorType> head, std::optional<TensorType> embd) {
+    PackOptions o;
+    o.input_dir = ckpt;
+    o.output_path = dir + "/out.gguf";
+    o.output_type = head;
+    o.embedding_type = embd;
+    o.verify = true;
+    pack_checkpoint(o);
+    return gguf::File::open(o.output_path);
+  };
+  {
+    const gguf::File f = pack(untied, TensorType::Q8_0, TensorType::BF16);
+    EXPECT_EQ(f.find_tensor("output.weight")->type, TensorType::Q8_0);
+    EXPECT_EQ(f.find_tensor("token_embd.weight")->type, TensorType::BF16);
+    // Row 3 of the head is the source row quantized as llama.cpp does.
+    const std::vector<float> src = source(untied, "lm_head.weight");
+    const gguf::TensorInfo* t = f.find_tensor("output.weight");
+    const uint64_t K = t->dims[0], rb = gguf::row_bytes(TensorType::Q8_0, K);
+    std::vector<BlockQ8_0> want(K / QK8_0);
+    quantize_q8_0_row(&src[3 * K], int64_t(K), want.data());
+    EXPECT_EQ(std::memcmp(t->data + 3 * rb, want.data(), rb), 0);
+    // BF16 from f32 rounds to nearest.
+    const std::vector<float> emb = source(untied, "model.embed_tokens.weight");
+    uint16_t stored;
+    std::memcpy(&stored, f.find_tensor("token_embd.weight")->data + 2 * 5, 2);
+    EXPECT_EQ(stored, f32_to_bf16_rne(emb[5]));
+  }
+  {
+    const gguf::File f = pack(tied, TensorType::Q8_0, std::nullopt);
+    EXPECT_EQ(f.find_tensor("output.weight"), nullptr);
+    EXPECT_EQ(f.find_tensor("token_embd.weight")->type, TensorType::Q8_0);
+  }
+  {
+    const gguf::File f = pack(tied, TensorType::F16, TensorType::F16);
+    EXPECT_EQ(f.find_tensor("token_embd.weight")->type, TensorType::F16);
+  }
+  const std::string msg = error_of([&] { pack(tied, TensorType::Q8_0, TensorType::F16); });
+  EXPECT_NE(msg.find("tied"), std::string::npos) << msg;
+  EXPECT_THROW(pack(untied, TensorType::TQ2_0, std::nullopt), Error);
 }

@@ -1,4 +1,6 @@
+#include <cctype>
 #include <cstdio>
+#include <optional>
 
 #include "cli/commands.h"
 #include "pack/packer.h"
@@ -14,12 +16,30 @@ void add_pack(CLI::App& app) {
   cmd->add_option("-o,--output", o->output_path, "output .gguf file")->required();
   cmd->add_option("--type", *type, "tq2_0 (2 bits/weight, default) or tq1_0 (1.69)")
       ->check(CLI::IsMember({"tq2_0", "tq1_0"}, CLI::ignore_case));
+  auto head = std::make_shared<std::string>(), embd = std::make_shared<std::string>();
+  const std::vector<std::string> float_types{"f32", "f16", "bf16", "q8_0"};
+  cmd->add_option("--output-type", *head,
+                  "output head type: f32, f16, bf16 or q8_0 (default: the source's, lossless)")
+      ->check(CLI::IsMember(float_types, CLI::ignore_case));
+  cmd->add_option("--token-embedding-type", *embd,
+                  "token embedding type, as --output-type (tied embeddings follow --output-type)")
+      ->check(CLI::IsMember(float_types, CLI::ignore_case));
   cmd->add_flag("--ternarize", o->force_ternarize,
                 "quantize non-ternary weights by absmean (per tensor)");
   cmd->add_flag("--verify", o->verify, "re-read the output and check every value against the source");
-  cmd->callback([o, type] {
+  cmd->callback([o, type, head, embd] {
     o->type = (*type == "tq1_0" || *type == "TQ1_0") ? gguf::TensorType::TQ1_0
                                                     : gguf::TensorType::TQ2_0;
+    auto float_type = [](std::string s) -> std::optional<gguf::TensorType> {
+      for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
+      if (s.empty()) return std::nullopt;
+      if (s == "f32") return gguf::TensorType::F32;
+      if (s == "f16") return gguf::TensorType::F16;
+      if (s == "bf16") return gguf::TensorType::BF16;
+      return gguf::TensorType::Q8_0;  // the only other name the check lets through
+    };
+    o->output_type = float_type(*head);
+    o->embedding_type = float_type(*embd);
     // Progress is the command's output; stderr stays for the one error line.
     o->progress = [](const std::string& line) {
       std::printf("%s\n", line.c_str());

@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "tern/gguf.h"
@@ -17,6 +18,11 @@ struct PackOptions {
   gguf::TensorType type = gguf::TensorType::TQ2_0;  // or TQ1_0
   bool force_ternarize = false;  // --ternarize: absmean-quantize non-ternary weights
   bool verify = false;           // --verify: pack_checkpoint re-reads and checks its output
+  // --output-type / --token-embedding-type: F32, F16, BF16 or Q8_0 for the
+  // head and the embedding (as llama-quantize's flags); unset keeps the
+  // source's precision losslessly. Tied embeddings are one tensor, which
+  // the output type sets unless the embedding type is given.
+  std::optional<gguf::TensorType> output_type, embedding_type;
   // Float tensors are converted in chunks of about this many values (16 MiB
   // as f32): pack's peak memory is then about the largest ternary tensor.
   uint64_t chunk_floats = uint64_t(1) << 22;

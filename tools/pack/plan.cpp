@@ -106,6 +106,13 @@ PackInputs load_inputs(const PackOptions& o) {
 
   PackInputs in;
   in.chunk_floats = std::max<uint64_t>(1, o.chunk_floats);
+  for (const auto& t : {o.output_type, o.embedding_type})
+    if (t && *t != TensorType::F32 && *t != TensorType::F16 && *t != TensorType::BF16 &&
+        *t != TensorType::Q8_0)
+      throw Error("pack: the head and embedding types are F32, F16, BF16 or Q8_0, not " +
+                  std::string(gguf::traits(*t).name));
+  in.output_type = o.output_type;
+  in.embedding_type = o.embedding_type;
   in.cfg = load_config(o.input_dir + "/config.json");
   in.tok = tok::load_checkpoint_tokenizer(o.input_dir);
   in.ckpt = Checkpoint::open(o.input_dir);
@@ -132,6 +139,9 @@ PackInputs load_inputs(const PackOptions& o) {
   token(std::nullopt, in.tok.unk, "unk", false);
 
   in.tied = c.tie_word_embeddings || !in.ckpt.find("lm_head.weight");
+  if (in.tied && in.output_type && in.embedding_type && *in.output_type != *in.embedding_type)
+    throw file_error(o.input_dir, "the embeddings are tied (one tensor is also the head): "
+                                  "--output-type and --token-embedding-type must agree");
   std::set<std::string> used;
   std::set<std::string> dtypes;
   size_t n_packed = 0, n_linear = 0;
@@ -230,8 +240,29 @@ void for_each_chunk(const PackInputs& in, const PlanTensor& t,
   }
 }
 
+namespace {
+
+// The type asked for this tensor, if any. Tied embeddings are one tensor,
+// which is also the head.
+std::optional<TensorType> requested_type(const PackInputs& in, const PlanTensor& t) {
+  if (t.role != Role::Embedding) return std::nullopt;
+  if (t.name == "output.weight") return in.output_type;
+  if (in.embedding_type) return in.embedding_type;
+  return in.tied ? in.output_type : std::nullopt;
+}
+
+}  // namespace
+
 void analyze(const PackInputs& in, PlanTensor& t, TensorType ternary_type) {
   if (t.role == Role::Ternary) return analyze_ternary(t, read_values(in, t), in.rule, ternary_type);
+  if (const std::optional<TensorType> want = requested_type(in, t)) {
+    if (*want == TensorType::Q8_0 && t.cols % QK8_0 != 0)
+      throw file_error(t.src->file->path(), "tensor '" + t.src_name + "' rows of " + std::to_string(t.cols) +
+                                                " values cannot be Q8_0 (whole blocks of " +
+                                                std::to_string(QK8_0) + ")");
+    t.type = *want;
+    return;
+  }
   if (t.role == Role::Norm || t.src->dtype == "F32") {
     t.type = TensorType::F32;
   } else if (t.src->dtype == "F16") {
@@ -313,9 +344,24 @@ std::vector<uint8_t> encode_float(const PlanTensor& t, std::span<const float> va
     std::memcpy(out.data(), values.data(), out.size());
     return out;
   }
+  if (t.type == TensorType::Q8_0) {  // whole rows: for_each_chunk gives no less
+    const uint64_t rows = values.size() / t.cols, rb = gguf::row_bytes(TensorType::Q8_0, t.cols);
+    out.resize(rows * rb);
+    for (uint64_t r = 0; r < rows; ++r) {
+      try {
+        quantize_q8_0_row(values.data() + r * t.cols, int64_t(t.cols),
+                          reinterpret_cast<BlockQ8_0*>(out.data() + r * rb));
+      } catch (const Error& e) {
+        throw file_error(t.src->file->path(), "tensor '" + t.src_name + "' chunk row " + std::to_string(r) +
+                                                  ": " + e.what());
+      }
+    }
+    return out;
+  }
   out.resize(values.size() * 2);
   for (size_t i = 0; i < values.size(); ++i) {
-    const uint16_t h = t.type == TensorType::F16 ? f32_to_fp16(values[i]) : f32_to_bf16(values[i]);
+    // Rounding to nearest: exact, as truncation, for values that came from BF16.
+    const uint16_t h = t.type == TensorType::F16 ? f32_to_fp16(values[i]) : f32_to_bf16_rne(values[i]);
     std::memcpy(&out[2 * i], &h, 2);
   }
   return out;

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -61,6 +62,7 @@ struct PackInputs {
   std::string name;                 // general.name
   std::string source_dtypes;        // "BF16", or "BF16,F32" when mixed
   uint64_t chunk_floats = 0;        // PackOptions::chunk_floats
+  std::optional<gguf::TensorType> output_type, embedding_type;  // PackOptions
 };
 
 // Checks the directory, reads config.json, the tokenizer and the

@@ -56,24 +56,19 @@ void check_ternary(const gguf::File& f, const gguf::TensorInfo& info, const Plan
   }
 }
 
+// The stored bytes of rows [first_row, ...) must be the source chunk encoded
+// again: exact for lossless types, the same rounding for requested ones.
 void check_float(const gguf::File& f, const gguf::TensorInfo& info, const PlanTensor& t,
                  uint64_t first_row, std::span<const float> data) {
-  const uint64_t base = first_row * t.cols;
-  for (uint64_t i = 0; i < data.size(); ++i) {
-    bool same;
-    if (t.type == TensorType::F32) {
-      same = std::memcmp(info.data + 4 * (base + i), &data[i], 4) == 0;
-    } else {
-      const uint16_t h = t.type == TensorType::F16 ? f32_to_fp16(data[i]) : f32_to_bf16(data[i]);
-      uint16_t stored;
-      std::memcpy(&stored, info.data + 2 * (base + i), 2);
-      same = h == stored;
+  const std::vector<uint8_t> want = encode_float(t, data);
+  const uint64_t rb = gguf::row_bytes(t.type, t.cols);
+  const uint8_t* got = info.data + first_row * rb;
+  for (size_t i = 0; i < want.size(); ++i)
+    if (got[i] != want[i]) {
+      const uint64_t row = first_row + i / rb, elem = (i % rb) * t.cols / rb;
+      throw file_error(f.path(), "tensor " + t.name + " row " + std::to_string(row) + " element " +
+                                     std::to_string(elem) + " differs from the source");
     }
-    if (!same)
-      throw file_error(f.path(), "tensor " + t.name + " row " + std::to_string((base + i) / t.cols) +
-                                     " element " + std::to_string((base + i) % t.cols) +
-                                     " differs from the source");
-  }
 }
 
 }  // namespace
@@ -124,10 +119,10 @@ void verify_packed(const PackOptions& o, const std::function<void(uint64_t)>& pr
       analyze(in, t, o.type);
       const TensorType types[] = {t.type};
       const gguf::TensorInfo& info = f.tensor(t.name, types, t.dims);
-      const uint64_t elem = t.type == TensorType::F32 ? 4 : 2;
+      const uint64_t rb = gguf::row_bytes(t.type, t.cols);
       for_each_chunk(in, t, [&](uint64_t r0, std::span<const float> v) {
         check_float(f, info, t, r0, v);
-        f.release(info.data + r0 * t.cols * elem, v.size() * elem);
+        f.release(info.data + r0 * rb, v.size() / t.cols * rb);
       });
     }
     // Checked pages of the output need not stay resident (they would add
