@@ -68,6 +68,27 @@ struct DenseRows {
   static inline void run(const uint8_t* w, int64_t rb, int64_t K, const float* x, float* out) {
     __m256 lo[R], hi[R];
     for (int r = 0; r < R; ++r) lo[r] = hi[r] = _mm256_setzero_ps();
+    if constexpr (T == TensorType::Q8_0) {  // a block at a time: its scale widened once
+      for (int64_t k = 0; k < K; k += QK8_0) {
+        const __m256 x0 = _mm256_loadu_ps(x + k), x1 = _mm256_loadu_ps(x + k + 8);
+        const __m256 x2 = _mm256_loadu_ps(x + k + 16), x3 = _mm256_loadu_ps(x + k + 24);
+        for (int r = 0; r < R; ++r) {
+          const BlockQ8_0* b = reinterpret_cast<const BlockQ8_0*>(w + r * rb) + k / QK8_0;
+          uint16_t dh;
+          std::memcpy(&dh, &b->d, 2);  // blocks are 34 bytes: unaligned
+          const __m256 d = _mm256_set1_ps(_cvtsh_ss(dh));
+          const __m128i q0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b->qs));
+          const __m128i q1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b->qs + 16));
+          auto widen = [&](__m128i q) { return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), d); };
+          lo[r] = _mm256_fmadd_ps(widen(q0), x0, lo[r]);
+          hi[r] = _mm256_fmadd_ps(widen(_mm_srli_si128(q0, 8)), x1, hi[r]);
+          lo[r] = _mm256_fmadd_ps(widen(q1), x2, lo[r]);
+          hi[r] = _mm256_fmadd_ps(widen(_mm_srli_si128(q1, 8)), x3, hi[r]);
+        }
+      }
+      for (int r = 0; r < R; ++r) out[r] = dense_reduce16(lo[r], hi[r]);
+      return;
+    }
     const int64_t full = K / 16 * 16;
     for (int64_t k = 0; k < full; k += 16) {
       const __m256 xl = _mm256_loadu_ps(x + k), xh = _mm256_loadu_ps(x + k + 8);
