@@ -79,14 +79,39 @@ float widen(gguf::TensorType type, const uint8_t* row, int64_t k) {
     case gguf::TensorType::F32: return reinterpret_cast<const float*>(row)[k];
     case gguf::TensorType::F16: return fp16_to_f32(reinterpret_cast<const uint16_t*>(row)[k]);
     case gguf::TensorType::BF16: return bf16_to_f32(reinterpret_cast<const uint16_t*>(row)[k]);
-    case gguf::TensorType::Q8_0: return q8_0_value(reinterpret_cast<const BlockQ8_0*>(row), k);
     default: throw Error("dense kernel: unexpected type");  // check_dense_call refused it
+  }
+}
+
+void dense_gemm_q8(const DenseMatrix& w, const float* x, int64_t n, float* y, int64_t ldy, int64_t r0,
+                   int64_t r1) {
+  const int64_t K = w.cols, nb = K / QK8_0, rb = dense_row_bytes(w.type, K);
+  std::vector<ActQ8> acts(static_cast<size_t>(n * nb));
+  for (int64_t i = 0; i < n; ++i) quantize_act_q8(x + i * K, K, &acts[size_t(i * nb)]);
+  for (int64_t r = r0; r < r1; ++r) {
+    const auto* row = reinterpret_cast<const BlockQ8_0*>(static_cast<const uint8_t*>(w.data) + r * rb);
+    for (int64_t i = 0; i < n; ++i) {
+      float lane[8] = {};
+      for (int64_t b = 0; b < nb; ++b) {
+        const ActQ8& a = acts[size_t(i * nb + b)];
+        const float d = fp16_to_f32(row[b].d) * a.d;
+        for (int j = 0; j < 8; ++j) {
+          int32_t s = 0;
+          for (int t = 4 * j; t < 4 * j + 4; ++t) s += int32_t(row[b].qs[t]) * int32_t(a.qs[t]);
+          lane[j] = std::fma(d, float(s), lane[j]);
+        }
+      }
+      for (int half = 4; half >= 1; half /= 2)
+        for (int j = 0; j < half; ++j) lane[j] = lane[j] + lane[j + half];
+      y[i * ldy + r] = lane[0];
+    }
   }
 }
 
 void dense_gemm(const DenseMatrix& w, const float* x, int64_t n, float* y, int64_t ldy, int64_t r0,
                 int64_t r1) {
   kernels_detail::check_dense_call(w, n, ldy, r0, r1);
+  if (w.type == gguf::TensorType::Q8_0) return dense_gemm_q8(w, x, n, y, ldy, r0, r1);
   const int64_t K = w.cols, padded = (K + 15) / 16 * 16, rb = dense_row_bytes(w.type, K);
   std::vector<float> row(static_cast<size_t>(padded), 0.0f), xs(static_cast<size_t>(padded), 0.0f);
   for (int64_t r = r0; r < r1; ++r) {

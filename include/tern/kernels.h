@@ -64,8 +64,12 @@ struct DenseMatrix {
 // depend on the kernel: per (row, vector), 16 float lanes, lane j summing
 // fma(W[r][k], x[k], lane) over k = j mod 16 in increasing k (a last partial
 // group of 16 is padded with zeros of both), then lanes j and j + 8 added,
-// then j and j + 4, j + 2, j + 1. Weights are widened to f32 exactly (a
-// Q8_0 weight is fp16(d) * q, which f32 holds exactly).
+// then j and j + 4, j + 2, j + 1; weights widened to f32 exactly. A Q8_0
+// matrix multiplies int8 activations instead, as llama.cpp does (x
+// quantized by quantize_act_q8, per 32 values): 8 float lanes, lane j
+// adding fma(fp16(d_w) * d_x, s, lane) over the blocks in order, s the exact
+// integer sum of the block's products at positions 4j .. 4j + 3; then lanes
+// j and j + 4 added, then j + 2, j + 1.
 using DenseGemm = void (*)(const DenseMatrix& w, const float* x, int64_t n, float* y, int64_t ldy,
                            int64_t r0, int64_t r1);
 

@@ -70,6 +70,16 @@ inline float q8_0_value(const BlockQ8_0* row, int64_t k) {
   return fp16_to_f32(row[k / QK8_0].d) * float(row[k / QK8_0].qs[k % QK8_0]);
 }
 
+// Activations a Q8_0 head multiplies, as llama.cpp quantizes them for its
+// Q8_0 dot product but with an f32 scale: per 32 values d = max|x| / 127,
+// q = round(x / d) in [-127, 127] (NaN as 0). Every kernel set calls this
+// one function, so the products are the same everywhere.
+struct ActQ8 {
+  float d;
+  int8_t qs[QK8_0];
+};
+void quantize_act_q8(const float* x, int64_t n, ActQ8* out);  // n % QK8_0 == 0
+
 // Pack/unpack one row of K trits (K a positive multiple of QK, else
 // tern::Error). `trits` values are -1, 0, +1; pack throws tern::Error
 // "non-ternary value V at column C" on anything else. d goes in every block.

@@ -1,7 +1,7 @@
 // The dense (output head) GEMM for the NEON sets: F32, F16 (vcvt), BF16
-// (a 16-bit widening shift) and Q8_0 (int8 times its fp16 scale) in f32
-// registers with vfmaq, in the summation order kernels.h fixes, so results
-// equal the scalar set's bit for bit. A
+// (a 16-bit widening shift) in f32 registers with vfmaq, and Q8_0 rows
+// against int8 activations (DenseQ8Rows), in the summation orders kernels.h
+// fixes, so results equal the scalar set's bit for bit. A
 // row's 16 lanes are four q-register accumulators (lanes 4a .. 4a+3 in
 // accumulator a); two rows go side by side for eight FMA chains.
 //
@@ -20,20 +20,11 @@ namespace {
 
 using gguf::TensorType;
 
-// Lanes [k, k + 4) of a row. A Q8_0 row's 4 values lie in one block:
-// fp16(d) * q is exact.
+// Lanes [k, k + 4) of a row.
 template <TensorType T>
 inline float32x4_t dense_load4(const uint8_t* row, int64_t k) {
   if constexpr (T == TensorType::F32) {
     return vld1q_f32(reinterpret_cast<const float*>(row) + k);
-  } else if constexpr (T == TensorType::Q8_0) {
-    const BlockQ8_0* b = reinterpret_cast<const BlockQ8_0*>(row) + k / QK8_0;
-    uint16_t dh;
-    std::memcpy(&dh, &b->d, 2);
-    int8_t q4[8] = {};
-    std::memcpy(q4, b->qs + k % QK8_0, 4);
-    const int32x4_t q = vmovl_s16(vget_low_s16(vmovl_s8(vld1_s8(q4))));
-    return vmulq_n_f32(vcvtq_f32_s32(q), fp16_to_f32(dh));
   } else {
     const uint16x4_t h = vld1_u16(reinterpret_cast<const uint16_t*>(row) + k);
     if constexpr (T == TensorType::F16) return vcvt_f32_f16(vreinterpret_f16_u16(h));
@@ -63,7 +54,7 @@ struct DenseRows {
         for (int a = 0; a < 4; ++a)
           acc[r][a] = vfmaq_f32(acc[r][a], dense_load4<T>(w + r * rb, k + 4 * a), xv[a]);
     }
-    if (full < K) {  // the last partial group (never Q8_0), zero-padded on both sides
+    if (full < K) {  // the last partial group, zero-padded on both sides
       const size_t rest = size_t(K - full), elem = T == TensorType::F32 ? 4 : 2;
       float xt[16] = {};
       std::memcpy(xt, x + full, rest * sizeof(float));
@@ -78,9 +69,41 @@ struct DenseRows {
   }
 };
 
+// Q8_0 rows against int8 activations: widening multiplies, pairwise adds
+// into lane j = the exact sum of products 4j .. 4j + 3 (lanes 0-3 in
+// acc[0], 4-7 in acc[1]), scaled by fp16(d_w) * d_x.
+template <int R>
+struct DenseQ8Rows {
+  static inline int32x4_t sums16(int8x16_t w, int8x16_t x) {
+    const int32x4_t lo = vpaddlq_s16(vmull_s8(vget_low_s8(w), vget_low_s8(x)));
+    const int32x4_t hi = vpaddlq_s16(vmull_s8(vget_high_s8(w), vget_high_s8(x)));
+    return vpaddq_s32(lo, hi);
+  }
+  static inline void run(const uint8_t* w, int64_t rb, int64_t nb, const ActQ8* a, float* out) {
+    float32x4_t acc[R][2];
+    for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = vdupq_n_f32(0.0f);
+    for (int64_t b = 0; b < nb; ++b) {
+      const int8x16_t x0 = vld1q_s8(a[b].qs), x1 = vld1q_s8(a[b].qs + 16);
+      for (int r = 0; r < R; ++r) {
+        const BlockQ8_0* blk = reinterpret_cast<const BlockQ8_0*>(w + r * rb) + b;
+        uint16_t dh;
+        std::memcpy(&dh, &blk->d, 2);
+        const float d = fp16_to_f32(dh) * a[b].d;
+        acc[r][0] = vfmaq_n_f32(acc[r][0], vcvtq_f32_s32(sums16(vld1q_s8(blk->qs), x0)), d);
+        acc[r][1] = vfmaq_n_f32(acc[r][1], vcvtq_f32_s32(sums16(vld1q_s8(blk->qs + 16), x1)), d);
+      }
+    }
+    for (int r = 0; r < R; ++r) {  // lanes j + 4, then j + 2, j + 1
+      const float32x4_t s = vaddq_f32(acc[r][0], acc[r][1]);
+      const float32x2_t t = vadd_f32(vget_low_f32(s), vget_high_f32(s));
+      out[r] = vget_lane_f32(t, 0) + vget_lane_f32(t, 1);
+    }
+  }
+};
+
 void dense_gemm_neon(const DenseMatrix& m, const float* x, int64_t n, float* y, int64_t ldy,
                      int64_t r0, int64_t r1) {
-  dense_gemm_driver<DenseRows, 2>(m, x, n, y, ldy, r0, r1);
+  dense_gemm_driver<DenseRows, DenseQ8Rows, 2>(m, x, n, y, ldy, r0, r1);
 }
 
 }  // namespace

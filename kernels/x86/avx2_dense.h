@@ -1,10 +1,10 @@
-// The dense (output head) GEMM for every x86 set: F32, F16 (F16C), BF16
-// (a 16-bit shift) and Q8_0 (int8 times its fp16 scale) widened to f32 in
-// registers and multiplied with FMA, in
+// The dense (output head) GEMM for every x86 set: F32, F16 (F16C) and BF16
+// (a 16-bit shift) widened to f32 in registers and multiplied with FMA, in
 // the summation order kernels.h fixes, so results equal the scalar set's bit
 // for bit. A row's 16 lanes are two ymm accumulators; four rows go side by
 // side so eight independent FMA chains hide the FMA latency, and each row
-// streams once from memory per call (a batch re-reads it from L1).
+// streams once from memory per call (a batch re-reads it from L1). Q8_0
+// rows multiply int8 activations instead (DenseQ8Rows), as llama.cpp does.
 //
 // Internal linkage for the reason avx2_common.h gives: each includer has its
 // own -m flags (which must include -mfma -mf16c).
@@ -22,23 +22,13 @@ namespace {
 
 using gguf::TensorType;
 
-// Lanes [k, k + 16) of a row as two vectors of 8 f32. A Q8_0 row's 16
-// values lie in one block (k is a multiple of 16): fp16(d) * q is exact.
+// Lanes [k, k + 16) of a row as two vectors of 8 f32.
 template <TensorType T>
 inline void dense_load16(const uint8_t* row, int64_t k, __m256& lo, __m256& hi) {
   if constexpr (T == TensorType::F32) {
     const float* p = reinterpret_cast<const float*>(row) + k;
     lo = _mm256_loadu_ps(p);
     hi = _mm256_loadu_ps(p + 8);
-  } else if constexpr (T == TensorType::Q8_0) {
-    const BlockQ8_0* b = reinterpret_cast<const BlockQ8_0*>(row) + k / QK8_0;
-    uint16_t dh;
-    std::memcpy(&dh, &b->d, 2);  // blocks are 34 bytes: unaligned
-    const __m256 d = _mm256_set1_ps(_cvtsh_ss(dh));
-    const int8_t* q = b->qs + k % QK8_0;
-    const __m128i q16 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
-    lo = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q16)), d);
-    hi = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(q16, 8))), d);
   } else {
     const uint16_t* p = reinterpret_cast<const uint16_t*>(row) + k;
     const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
@@ -68,27 +58,6 @@ struct DenseRows {
   static inline void run(const uint8_t* w, int64_t rb, int64_t K, const float* x, float* out) {
     __m256 lo[R], hi[R];
     for (int r = 0; r < R; ++r) lo[r] = hi[r] = _mm256_setzero_ps();
-    if constexpr (T == TensorType::Q8_0) {  // a block at a time: its scale widened once
-      for (int64_t k = 0; k < K; k += QK8_0) {
-        const __m256 x0 = _mm256_loadu_ps(x + k), x1 = _mm256_loadu_ps(x + k + 8);
-        const __m256 x2 = _mm256_loadu_ps(x + k + 16), x3 = _mm256_loadu_ps(x + k + 24);
-        for (int r = 0; r < R; ++r) {
-          const BlockQ8_0* b = reinterpret_cast<const BlockQ8_0*>(w + r * rb) + k / QK8_0;
-          uint16_t dh;
-          std::memcpy(&dh, &b->d, 2);  // blocks are 34 bytes: unaligned
-          const __m256 d = _mm256_set1_ps(_cvtsh_ss(dh));
-          const __m128i q0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b->qs));
-          const __m128i q1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b->qs + 16));
-          auto widen = [&](__m128i q) { return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), d); };
-          lo[r] = _mm256_fmadd_ps(widen(q0), x0, lo[r]);
-          hi[r] = _mm256_fmadd_ps(widen(_mm_srli_si128(q0, 8)), x1, hi[r]);
-          lo[r] = _mm256_fmadd_ps(widen(q1), x2, lo[r]);
-          hi[r] = _mm256_fmadd_ps(widen(_mm_srli_si128(q1, 8)), x3, hi[r]);
-        }
-      }
-      for (int r = 0; r < R; ++r) out[r] = dense_reduce16(lo[r], hi[r]);
-      return;
-    }
     const int64_t full = K / 16 * 16;
     for (int64_t k = 0; k < full; k += 16) {
       const __m256 xl = _mm256_loadu_ps(x + k), xh = _mm256_loadu_ps(x + k + 8);
@@ -99,7 +68,7 @@ struct DenseRows {
         hi[r] = _mm256_fmadd_ps(wh, xh, hi[r]);
       }
     }
-    if (full < K) {  // the last partial group (never Q8_0), zero-padded on both sides
+    if (full < K) {  // the last partial group, zero-padded on both sides
       const size_t rest = size_t(K - full), elem = T == TensorType::F32 ? 4 : 2;
       alignas(32) float xt[16] = {};
       std::memcpy(xt, x + full, rest * sizeof(float));
@@ -117,9 +86,40 @@ struct DenseRows {
   }
 };
 
+// Q8_0 rows against int8 activations, llama.cpp's vpmaddubsw dot: |w| times
+// x with w's sign, pair sums (|w| <= 128 and |x| <= 127 keep them below
+// 32767), then vpmaddwd against ones gives lane j the exact sum of products
+// 4j .. 4j + 3, scaled by fp16(d_w) * d_x into lane j.
+template <int R>
+struct DenseQ8Rows {
+  static inline void run(const uint8_t* w, int64_t rb, int64_t nb, const ActQ8* a, float* out) {
+    __m256 acc[R];
+    for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+    const __m256i ones = _mm256_set1_epi16(1);
+    for (int64_t b = 0; b < nb; ++b) {
+      const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[b].qs));
+      for (int r = 0; r < R; ++r) {
+        const BlockQ8_0* blk = reinterpret_cast<const BlockQ8_0*>(w + r * rb) + b;
+        uint16_t dh;
+        std::memcpy(&dh, &blk->d, 2);  // blocks are 34 bytes: unaligned
+        const __m256i wq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk->qs));
+        const __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(wq, wq), _mm256_sign_epi8(xq, wq));
+        const __m256 s = _mm256_cvtepi32_ps(_mm256_madd_epi16(p, ones));
+        acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(_cvtsh_ss(dh) * a[b].d), s, acc[r]);
+      }
+    }
+    for (int r = 0; r < R; ++r) {  // lanes j + 4, then j + 2, j + 1
+      __m128 v = _mm_add_ps(_mm256_castps256_ps128(acc[r]), _mm256_extractf128_ps(acc[r], 1));
+      v = _mm_add_ps(v, _mm_movehl_ps(v, v));
+      v = _mm_add_ss(v, _mm_movehdup_ps(v));
+      out[r] = _mm_cvtss_f32(v);
+    }
+  }
+};
+
 void dense_gemm_x86(const DenseMatrix& m, const float* x, int64_t n, float* y, int64_t ldy,
                     int64_t r0, int64_t r1) {
-  dense_gemm_driver<DenseRows, 4>(m, x, n, y, ldy, r0, r1);
+  dense_gemm_driver<DenseRows, DenseQ8Rows, 4>(m, x, n, y, ldy, r0, r1);
 }
 
 }  // namespace

@@ -32,4 +32,19 @@ void quantize_q8_0_row(const float* x, int64_t n, BlockQ8_0* out) {
   }
 }
 
+void quantize_act_q8(const float* x, int64_t n, ActQ8* out) {
+  for (int64_t b = 0; b < n / QK8_0; ++b) {
+    const float* v = x + b * QK8_0;
+    float amax = 0;
+    for (int j = 0; j < QK8_0; ++j) amax = std::fmax(amax, std::fabs(v[j]));
+    const float d = amax / 127.0f;
+    const float id = d != 0 && std::isfinite(d) ? 1.0f / d : 0.0f;
+    out[b].d = d;
+    for (int j = 0; j < QK8_0; ++j) {
+      const float q = std::round(v[j] * id);
+      out[b].qs[j] = std::isnan(q) ? 0 : int8_t(std::fmax(-127.0f, std::fmin(127.0f, q)));
+    }
+  }
+}
+
 }  // namespace tern

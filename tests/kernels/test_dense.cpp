@@ -1,5 +1,6 @@
 // The dense (output head) kernels of every kernel set this CPU runs: the
-// scalar one against a double-precision dot product, every other one
+// scalar one against a double-precision dot product (Q8_0: of the int8
+// activations it multiplies, within their rounding of the floats), every other one
 // against scalar bit for bit (kernels.h fixes the summation order, so the
 // logits do not depend on the kernel), on F32, F16, BF16 and Q8_0, on widths that
 // are and are not multiples of 16, one row and many, one vector and a batch.
@@ -99,17 +100,33 @@ TEST(DenseScalar, MatchesDoublePrecision) {
       const std::vector<float> x = random_vectors(n, K, uint32_t(K) + 1);
       std::vector<float> y(size_t(n * M), NAN);
       scalar_kernels().dense_gemm(d.m, x.data(), n, y.data(), M, 0, M);
-      for (int64_t i = 0; i < n; ++i)
-        for (int64_t r = 0; r < M; ++r) {
-          double want = 0, mag = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        // A Q8_0 head multiplies the activations as quantize_act_q8 makes
+        // them, which moves each product by at most |w| * d_x / 2.
+        std::vector<double> xs(x.begin() + i * K, x.begin() + (i + 1) * K), step(size_t(K), 0.0);
+        if (type == TensorType::Q8_0) {
+          std::vector<ActQ8> a(size_t(K / QK8_0));
+          quantize_act_q8(x.data() + i * K, K, a.data());
           for (int64_t k = 0; k < K; ++k) {
-            const double p = d.exact[size_t(r * K + k)] * double(x[size_t(i * K + k)]);
-            want += p;
-            mag += std::fabs(p);
+            xs[size_t(k)] = double(a[size_t(k / QK8_0)].d) * a[size_t(k / QK8_0)].qs[k % QK8_0];
+            step[size_t(k)] = a[size_t(k / QK8_0)].d;
           }
-          EXPECT_NEAR(y[size_t(i * M + r)], want, 1e-6 * mag + 1e-30)
-              << "type " << int(type) << " K " << K << " row " << r << " vector " << i;
         }
+        for (int64_t r = 0; r < M; ++r) {
+          double want = 0, mag = 0, exact = 0, bound = 0;
+          for (int64_t k = 0; k < K; ++k) {
+            const double w = d.exact[size_t(r * K + k)];
+            want += w * xs[size_t(k)];
+            mag += std::fabs(w * xs[size_t(k)]);
+            exact += w * double(x[size_t(i * K + k)]);
+            bound += std::fabs(w) * step[size_t(k)] / 2;
+          }
+          const std::string what =
+              "type " + std::to_string(int(type)) + " K " + std::to_string(K) + " row " + std::to_string(r);
+          EXPECT_NEAR(y[size_t(i * M + r)], want, 1e-6 * mag + 1e-30) << what;
+          EXPECT_NEAR(y[size_t(i * M + r)], exact, bound + 1e-6 * mag + 1e-30) << what;
+        }
+      }
     }
 }
 

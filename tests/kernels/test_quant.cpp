@@ -449,3 +449,19 @@ TEST(Q8_0, RefusesBadRows) {
   x[40] = std::nanf("");
   EXPECT_THROW(quantize_q8_0_row(x.data(), 64, q.data()), Error);
 }
+
+TEST(Q8_0, ActivationsKeepTheirF32Scale) {
+  std::vector<float> x(64);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = float(i % 32) - 10.5f;
+  x[40] = std::nanf("");  // a NaN activation becomes 0, not undefined behaviour
+  std::vector<ActQ8> a(2);
+  quantize_act_q8(x.data(), 64, a.data());
+  EXPECT_EQ(a[0].d, 20.5f / 127.0f);  // f32, not rounded to fp16
+  EXPECT_EQ(a[0].qs[31], 127);
+  EXPECT_EQ(a[0].qs[0], int8_t(std::round(-10.5f * (1.0f / a[0].d))));
+  for (int j = 0; j < 32; ++j) {
+    EXPECT_GE(a[1].qs[j], -127);
+    EXPECT_LE(a[1].qs[j], 127);
+  }
+  EXPECT_EQ(a[1].qs[8], 0);
+}
