@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "../kernel_sets.h"
+#include "prefetch.h"
 #include "tern/quant.h"
 
 namespace tern::kernels_detail {
@@ -23,6 +24,7 @@ namespace {
 
 constexpr int64_t kTq2Block = sizeof(BlockTQ2);  // 66: blocks are unaligned
 constexpr int64_t kTq1Block = sizeof(BlockTQ1);  // 54
+
 
 inline __m256i load32(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 
@@ -42,71 +44,48 @@ inline void decode_tq2(const uint8_t* qs, __m256i c[8]) {
   }
 }
 
-// TQ1_0 trit n of byte b is ((uint8_t)(b * 3^n) * 3) >> 8. With b in the
-// high byte of a 16-bit lane (low byte zero), mullo by 3^n leaves exactly
-// (uint8_t)(b * 3^n) in the high byte, and mulhi_epu16 by 3 returns
-// (B * 256 * 3) >> 16 = (3B) >> 8, the trit, in the low byte. Even bytes are
-// moved up by a shift, odd bytes are already there (masked); the odd trits
-// are wanted back in the high byte, so they are taken as the high byte of
-// mulhi by 3 * 256 (= 3B), and a byte blend joins the two. `p` holds the
-// 16-bit multipliers 3^n. Per 32 codes: 2 vpmullw, 2 vpmulhuw, 1 vpblendvb.
-struct Tq1Lanes {
-  __m256i even, odd;
-};
-// Hides a constant from the optimizer: GCC otherwise turns vpmullw by 9 or
-// 27 into two or three shift/add instructions, more work than one multiply.
-inline __m256i opaque(__m256i v) {
-  __asm__("" : "+x"(v));
-  return v;
+// TQ1_0 trit n of byte b is (3 * B_n) >> 8 with B_n = (uint8_t)(b * 3^n),
+// i.e. 0, 1 or 2 as B_n is below 86, below 171, or above. Per byte, B_n+1 =
+// 3 B_n mod 256 is two wrapping byte adds, and the trit two compares, so the
+// decode needs no multiplier (vpmullw/vpmulhuw share one or two ports and
+// made the multiply-based decode half as fast as DRAM). AVX2 compares are
+// signed, so bytes are kept as X = B ^ 0x80 = B + 128: then 3X = 3B + 384 =
+// (3B ^ 0x80) mod 256, the same recurrence, and B > 85, B > 170 become
+// X > -43, X > 42. Per 32 codes: 2 adds, 2 compares, 2 subtracts.
+inline __m256i times3(__m256i x) { return _mm256_add_epi8(_mm256_add_epi8(x, x), x); }
+inline __m256i tq1_code(__m256i x) {
+  const __m256i m1 = _mm256_cmpgt_epi8(x, _mm256_set1_epi8(-43));
+  const __m256i m2 = _mm256_cmpgt_epi8(x, _mm256_set1_epi8(42));
+  return _mm256_sub_epi8(_mm256_sub_epi8(_mm256_setzero_si256(), m1), m2);
 }
-inline Tq1Lanes tq1_lanes(__m256i v) {
-  return {_mm256_slli_epi16(v, 8), _mm256_and_si256(v, _mm256_set1_epi16(int16_t(0xFF00)))};
-}
-inline __m256i tq1_join(__m256i even, __m256i odd) {
-  const __m256i e = _mm256_mulhi_epu16(even, _mm256_set1_epi16(3));
-  const __m256i o = _mm256_mulhi_epu16(odd, _mm256_set1_epi16(3 * 256));
-  return _mm256_blendv_epi8(e, o, _mm256_set1_epi16(int16_t(0xFF00)));
-}
-inline __m256i tq1_trits(const Tq1Lanes& x, __m256i p) {
-  return tq1_join(_mm256_mullo_epi16(x.even, p), _mm256_mullo_epi16(x.odd, p));
-}
-inline __m256i tq1_trits0(const Tq1Lanes& x) { return tq1_join(x.even, x.odd); }  // 3^0: no multiply
+inline __m256i flip(__m256i v) { return _mm256_xor_si256(v, _mm256_set1_epi8(int8_t(0x80))); }
 
 // The three parts of a TQ1_0 block (quant.h): qs[0..32) -> elements 32n + m
-// (five vectors); qs[32..48) -> 160 + 16n + m, so that 16-byte part placed
-// in both lanes with multipliers (1 | 3) and (9 | 27) gives elements 160..191
-// and 192..223; the last vector takes (81) on qs[32..48) in the low lane for
+// (five vectors); qs[32..48) -> 160 + 16n + m, so with that 16-byte part in
+// both lanes, powers (1 | 3) and (9 | 27) give elements 160..191 and
+// 192..223; the last vector takes power 81 of it in the low lane for
 // 224..239 and qh in the high lane, where byte i (element 240 + i) is
 // qh[i % 4] times 3^(i / 4).
-// The multipliers, made once per call (see opaque()).
-struct Tq1Powers {
-  __m256i p3, p9, p27, p81, mid01, mid23, last;
-  Tq1Powers()
-      : p3(opaque(_mm256_set1_epi16(3))),
-        p9(opaque(_mm256_set1_epi16(9))),
-        p27(opaque(_mm256_set1_epi16(27))),
-        p81(opaque(_mm256_set1_epi16(81))),
-        mid01(opaque(_mm256_setr_epi16(1, 1, 1, 1, 1, 1, 1, 1, 3, 3, 3, 3, 3, 3, 3, 3))),
-        mid23(opaque(_mm256_setr_epi16(9, 9, 9, 9, 9, 9, 9, 9, 27, 27, 27, 27, 27, 27, 27, 27))),
-        last(opaque(_mm256_setr_epi16(81, 81, 81, 81, 81, 81, 81, 81, 1, 1, 3, 3, 9, 9, 27, 27))) {}
-};
-
-inline void decode_tq1(const uint8_t* blk, const Tq1Powers& pw, __m256i c[8]) {
-  const Tq1Lanes a = tq1_lanes(load32(blk));
-  c[0] = tq1_trits0(a);
-  c[1] = tq1_trits(a, pw.p3);
-  c[2] = tq1_trits(a, pw.p9);
-  c[3] = tq1_trits(a, pw.p27);
-  c[4] = tq1_trits(a, pw.p81);
-  const __m128i mid = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 32));
-  const Tq1Lanes b = tq1_lanes(_mm256_broadcastsi128_si256(mid));
-  c[5] = tq1_trits(b, pw.mid01);
-  c[6] = tq1_trits(b, pw.mid23);
+inline void decode_tq1(const uint8_t* blk, __m256i c[8]) {
+  __m256i x = flip(load32(blk));
+  c[0] = tq1_code(x);
+  for (int n = 1; n < 5; ++n) {
+    x = times3(x);
+    c[n] = tq1_code(x);
+  }
+  const __m256i m0 =
+      flip(_mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 32))));
+  const __m256i m1 = times3(m0), m2 = times3(m1), m3 = times3(m2), m4 = times3(m3);
+  c[5] = tq1_code(_mm256_blend_epi32(m0, m1, 0xF0));
+  c[6] = tq1_code(_mm256_blend_epi32(m2, m3, 0xF0));
   uint32_t qh;
   std::memcpy(&qh, blk + 48, 4);
-  const Tq1Lanes t = tq1_lanes(
-      _mm256_inserti128_si256(_mm256_castsi128_si256(mid), _mm_set1_epi32(int32_t(qh)), 1));
-  c[7] = tq1_trits(t, pw.last);
+  const __m128i h0 = _mm_xor_si128(_mm_set1_epi32(int32_t(qh)), _mm_set1_epi8(int8_t(0x80)));
+  const __m128i h1 = _mm_add_epi8(_mm_add_epi8(h0, h0), h0);
+  const __m128i h2 = _mm_add_epi8(_mm_add_epi8(h1, h1), h1);
+  const __m128i h3 = _mm_add_epi8(_mm_add_epi8(h2, h2), h2);
+  const __m128i h = _mm_blend_epi32(_mm_blend_epi32(h0, h1, 0x2), _mm_blend_epi32(h2, h3, 0x8), 0xC);
+  c[7] = tq1_code(_mm256_inserti128_si256(m4, h, 1));
 }
 
 inline int32_t hsum_epi32(__m256i v) {
@@ -134,7 +113,6 @@ template <class Dot, int NV, bool kTq1>
 void rows_i8(const TernaryMatrix& w, const int8_t* const* q, const int32_t* qsum, int32_t* const* out,
              int64_t r0, int64_t r1) {
   const int64_t nb = w.cols / QK, bb = kTq1 ? kTq1Block : kTq2Block, rb = nb * bb;
-  const Tq1Powers pw;
   int64_t r = r0;
   if constexpr (NV == 1 && !kTq1) {
     // One vector: two TQ2_0 rows at a time share each activation load
@@ -144,6 +122,9 @@ void rows_i8(const TernaryMatrix& w, const int8_t* const* q, const int32_t* qsum
       typename Dot::template Acc<2, kTq1> acc;
       for (int64_t b = 0; b < nb; ++b) {
         __m256i c[8];
+        // The pair is one stream of 2 rb bytes, consumed 2 bb per step.
+        prefetch(ra + 2 * b * bb);
+        prefetch(ra + 2 * b * bb + 64);
         decode_tq2(ra + b * bb, c);
         Dot::block(c, q[0] + b * QK, acc, 0);
         decode_tq2(ra + rb + b * bb, c);
@@ -158,8 +139,9 @@ void rows_i8(const TernaryMatrix& w, const int8_t* const* q, const int32_t* qsum
     typename Dot::template Acc<NV, kTq1> acc;
     for (int64_t b = 0; b < nb; ++b) {
       __m256i c[8];
+      prefetch(row + b * bb);
       if constexpr (kTq1)
-        decode_tq1(row + b * bb, pw, c);
+        decode_tq1(row + b * bb, c);
       else
         decode_tq2(row + b * bb, c);
       for (int v = 0; v < NV; ++v) Dot::block(c, q[v] + b * QK, acc, v);

@@ -15,6 +15,7 @@
 #include <cstring>
 
 #include "../dense_driver.h"
+#include "prefetch.h"
 #include "tern/quant.h"
 
 namespace tern::kernels_detail {
@@ -58,10 +59,11 @@ struct DenseRows {
   static inline void run(const uint8_t* w, int64_t rb, int64_t K, const float* x, float* out) {
     __m256 lo[R], hi[R];
     for (int r = 0; r < R; ++r) lo[r] = hi[r] = _mm256_setzero_ps();
-    const int64_t full = K / 16 * 16;
+    const int64_t full = K / 16 * 16, elem = T == TensorType::F32 ? 4 : 2;
     for (int64_t k = 0; k < full; k += 16) {
       const __m256 xl = _mm256_loadu_ps(x + k), xh = _mm256_loadu_ps(x + k + 8);
       for (int r = 0; r < R; ++r) {
+        if (elem == 4 || k % 32 == 0) prefetch_tile_row(w, rb, R, r, k * elem);
         __m256 wl, wh;
         dense_load16<T>(w + r * rb, k, wl, wh);
         lo[r] = _mm256_fmadd_ps(wl, xl, lo[r]);
@@ -69,13 +71,13 @@ struct DenseRows {
       }
     }
     if (full < K) {  // the last partial group, zero-padded on both sides
-      const size_t rest = size_t(K - full), elem = T == TensorType::F32 ? 4 : 2;
+      const size_t rest = size_t(K - full);
       alignas(32) float xt[16] = {};
       std::memcpy(xt, x + full, rest * sizeof(float));
       const __m256 xl = _mm256_load_ps(xt), xh = _mm256_load_ps(xt + 8);
       for (int r = 0; r < R; ++r) {
         alignas(32) uint8_t wt[64] = {};
-        std::memcpy(wt, w + r * rb + full * int64_t(elem), rest * elem);
+        std::memcpy(wt, w + r * rb + full * elem, rest * size_t(elem));
         __m256 wl, wh;
         dense_load16<T>(wt, 0, wl, wh);
         lo[r] = _mm256_fmadd_ps(wl, xl, lo[r]);
@@ -99,6 +101,7 @@ struct DenseQ8Rows {
     for (int64_t b = 0; b < nb; ++b) {
       const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[b].qs));
       for (int r = 0; r < R; ++r) {
+        prefetch_tile_row(w, rb, R, r, b * int64_t(sizeof(BlockQ8_0)));
         const BlockQ8_0* blk = reinterpret_cast<const BlockQ8_0*>(w + r * rb) + b;
         uint16_t dh;
         std::memcpy(&dh, &blk->d, 2);  // blocks are 34 bytes: unaligned

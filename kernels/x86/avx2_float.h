@@ -42,10 +42,10 @@ inline void tq2_floats(const uint8_t* qs, float* t) {
 }
 
 // TQ1_0 through the byte codes of decode_tq1.
-inline void tq1_floats(const uint8_t* blk, const Tq1Powers& pw, float* t) {
+inline void tq1_floats(const uint8_t* blk, float* t) {
   const __m256 tbl = code_table();
   __m256i c[8];
-  decode_tq1(blk, pw, c);
+  decode_tq1(blk, c);
   for (int i = 0; i < 8; ++i) {
     const __m128i lo = _mm256_castsi256_si128(c[i]), hi = _mm256_extracti128_si256(c[i], 1);
     float* o = t + 32 * i;
@@ -97,7 +97,6 @@ template <bool kTq1>
 void rows_f32(const TernaryMatrix& w, const float* x, int64_t nv, float* y, int64_t r0, int64_t r1) {
   const int64_t K = w.cols, M = w.rows, nb = K / QK, bb = kTq1 ? kTq1Block : kTq2Block, rb = nb * bb;
   alignas(32) float t[QK];
-  const Tq1Powers pw;
   for (int64_t r = r0; r < r1; ++r) {
     const uint8_t* row = w.data + r * rb;
     __m256 total[4];
@@ -110,7 +109,7 @@ void rows_f32(const TernaryMatrix& w, const float* x, int64_t nv, float* y, int6
         }
       }
       if constexpr (kTq1)
-        tq1_floats(row + b * bb, pw, t);
+        tq1_floats(row + b * bb, t);
       else
         tq2_floats(row + b * bb, t);
       for (int64_t v = 0; v < nv; ++v) total[v] = _mm256_add_ps(total[v], block_dot(t, x + v * K + b * QK));
