@@ -15,6 +15,7 @@
 #include "tern/family.h"
 #include "tern/gguf.h"
 #include "tern/kernels.h"
+#include "tern/thread_pool.h"
 
 namespace tern {
 
@@ -118,7 +119,7 @@ struct RunState {
   std::vector<float> v;        // [max_batch][kv_dim]
   std::vector<float> hb;       // [max_batch][hidden_dim] gate, then act(gate)*up
   std::vector<float> hb2;      // [max_batch][hidden_dim] up
-  std::vector<float> att;      // [n_threads][max_seq] attention scores
+  std::vector<float> att;      // [threads][max_seq] attention scores
   std::vector<float> xpad;     // [max_batch][widest K] input padded to whole blocks or
                                // through a linear's own norm; empty when neither is needed
   std::vector<int8_t> xq;      // [max_batch][widest K] int8 input, K = padded_cols(width)
@@ -129,10 +130,16 @@ struct RunState {
   ZeroedArray<float> value_cache;  // [n_layers][max_seq][kv_dim]
 };
 
+// Choices made when a model is loaded (from the command line in tools/cli).
+struct LoadOptions {
+  int threads = 0;  // threads of the forward pass; 0: one per available CPU
+};
+
 class Model {
  public:
   // Maps and validates the file; throws tern::Error "path: problem".
-  static std::unique_ptr<Model> load(const std::string& path);
+  static std::unique_ptr<Model> load(const std::string& path, const LoadOptions& opts = {});
+  ~Model();
 
   const Config& config() const { return config_; }
   const Weights& weights() const { return weights_; }
@@ -159,13 +166,18 @@ class Model {
   void reset(int max_seq = 0, int max_batch = 64);
   int max_seq() const { return state_.max_seq; }
 
+  // Threads of the forward pass; set_threads replaces the team (bench runs
+  // several thread counts on one loaded model).
+  int threads() const { return pool_->size(); }
+  void set_threads(int threads);
+
   // Runs tokens at positions pos .. pos+n-1 (the KV cache must hold the
   // earlier positions). Returns logits [n][vocab] when all_logits, else
   // only the last token's [vocab]. Throws if pos + n exceeds the cache.
   std::span<const float> forward(std::span<const int32_t> tokens, int pos, bool all_logits);
 
  private:
-  explicit Model(gguf::File f) : file_(std::move(f)) {}
+  explicit Model(gguf::File f);
   // Loads (and prepares for the kernel set) layer l; the config, the kernel
   // set and weights_.layers are set. Called from several threads at once.
   void load_layer(int l);
@@ -183,6 +195,7 @@ class Model {
   Config config_;
   Weights weights_;
   RunState state_;
+  std::unique_ptr<ThreadPool> pool_;
 };
 
 }  // namespace tern

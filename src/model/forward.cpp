@@ -1,8 +1,7 @@
 // The forward pass over a batch of consecutive tokens. Ternary linears go
 // through the active kernel set as GEMV (one token) or GEMM (a batch); rows
-// are split among OpenMP threads here, so kernels stay single-threaded.
-#include <omp.h>
-
+// are handed to the model's threads (ThreadPool) here in chunks, so kernels
+// stay single-threaded.
 #include <algorithm>
 #include <cstring>
 
@@ -12,6 +11,19 @@
 #include "tern/quant.h"
 
 namespace tern {
+namespace {
+
+// Rows per claimed chunk: about 16 chunks per thread, so a thread slowed by
+// another process leaves little for the others to wait on, in multiples of
+// 16 rows (kernels work on 2 or 4 rows at a time, and a chunk should cover
+// whole cache lines of scales and outputs); one chunk when alone.
+int64_t row_chunk(int64_t rows, int threads) {
+  if (threads <= 1) return std::max(rows, int64_t(1));
+  const int64_t want = (rows + 16 * threads - 1) / (16 * threads);
+  return std::max(int64_t(16), (want + 15) / 16 * 16);
+}
+
+}  // namespace
 
 void Model::reset(int max_seq, int max_batch) {
   const Config& c = config_;
@@ -34,7 +46,7 @@ void Model::reset(int max_seq, int max_batch) {
   s.v.assign(B * c.kv_dim(), 0.0f);
   s.hb.assign(B * c.hidden_dim, 0.0f);
   s.hb2.assign(B * c.hidden_dim, 0.0f);
-  s.att.assign(size_t(omp_get_max_threads()) * max_seq, 0.0f);
+  s.att.assign(size_t(pool_->size()) * max_seq, 0.0f);
   s.xpad.assign(padded || c.linear_norm_eps > 0 ? B * widest : 0, 0.0f);
   s.xq.assign(B * widest, 0);
   s.xq_scale.assign(B, 0.0f);
@@ -81,28 +93,35 @@ void Model::linears(std::initializer_list<Product> ps, const float* x, int n, in
       std::fill(q + D, q + K, int8_t(0));
     }
   }
-#pragma omp parallel
-  {
-    const int nt = omp_get_num_threads(), t = omp_get_thread_num();
-    int32_t* sums = s.isum.data();  // [n][M] per product, one after another
-    for (const Product& p : ps) {
-      const TernaryMatrix& w = p.l->w;
-      const int64_t M = w.rows, r0 = M * t / nt, r1 = M * (t + 1) / nt;
-      if (r0 < r1 && !int8) {
-        if (n == 1) k.gemv_f32(w, x, p.y, r0, r1);
-        else k.gemm_f32(w, x, n, p.y, r0, r1);
-      } else if (r0 < r1) {
-        if (n == 1) k.gemv_i8(w, s.xq.data(), sums, r0, r1);
-        else k.gemm_i8(w, s.xq.data(), n, sums, r0, r1);
-        for (int i = 0; i < n; ++i) {
-          const float inv = 1.0f / s.xq_scale[size_t(i)];
-          for (int64_t r = r0; r < r1; ++r)
-            p.y[size_t(i) * M + r] = float(sums[size_t(i) * M + r]) * (w.row_scale[r] * inv);
+  // The products' rows one after another, in chunks claimed by the threads:
+  // a thread whose core is shared with another process takes fewer.
+  int64_t total = 0;
+  for (const Product& p : ps) total += p.l->w.rows;
+  const int64_t chunk = row_chunk(total, pool_->size());
+  pool_->run([&](int) {
+    pool_->for_chunks(total, chunk, [&](int64_t b, int64_t e) {
+      int64_t first = 0;  // of the current product in the concatenation
+      int32_t* sums = s.isum.data();  // [n][M] per product, one after another
+      for (const Product& p : ps) {
+        const TernaryMatrix& w = p.l->w;
+        const int64_t M = w.rows, r0 = std::max(b - first, int64_t(0)), r1 = std::min(e - first, M);
+        if (r0 < r1 && !int8) {
+          if (n == 1) k.gemv_f32(w, x, p.y, r0, r1);
+          else k.gemm_f32(w, x, n, p.y, r0, r1);
+        } else if (r0 < r1) {
+          if (n == 1) k.gemv_i8(w, s.xq.data(), sums, r0, r1);
+          else k.gemm_i8(w, s.xq.data(), n, sums, r0, r1);
+          for (int i = 0; i < n; ++i) {
+            const float inv = 1.0f / s.xq_scale[size_t(i)];
+            for (int64_t r = r0; r < r1; ++r)
+              p.y[size_t(i) * M + r] = float(sums[size_t(i) * M + r]) * (w.row_scale[r] * inv);
+          }
         }
+        sums += size_t(n) * size_t(M);
+        first += M;
       }
-      sums += size_t(n) * size_t(M);
-    }
-  }
+    });
+  });
 }
 
 std::span<const float> Model::forward(std::span<const int32_t> tokens, int pos, bool all_logits) {
@@ -153,13 +172,14 @@ void Model::forward_batch(const int32_t* tokens, int n, int pos, float* logits, 
       std::memcpy(vc + size_t(pos + i) * KV, s.v.data() + size_t(i) * KV, KV * sizeof(float));
     }
     // One item per (token, head): a decode step spreads its heads over the threads.
-#pragma omp parallel for schedule(dynamic, 1)
-    for (int item = 0; item < n * c.n_heads; ++item) {
-      const int i = item / c.n_heads, h = item % c.n_heads;
-      float* scratch = s.att.data() + size_t(omp_get_thread_num()) * s.max_seq;
-      ops::attention(s.xb2.data() + size_t(i) * QD, s.q.data() + size_t(i) * QD, kc, vc,
-                     pos + i + 1, c.n_heads, c.n_kv_heads, c.head_dim, scratch, h, h + 1);
-    }
+    pool_->run([&](int t) {
+      float* scratch = s.att.data() + size_t(t) * s.max_seq;
+      pool_->for_chunks(int64_t(n) * c.n_heads, 1, [&](int64_t item, int64_t) {
+        const int i = int(item / c.n_heads), h = int(item % c.n_heads);
+        ops::attention(s.xb2.data() + size_t(i) * QD, s.q.data() + size_t(i) * QD, kc, vc,
+                       pos + i + 1, c.n_heads, c.n_kv_heads, c.head_dim, scratch, h, h + 1);
+      });
+    });
     if (L.attn_sub_norm)
       for (int i = 0; i < n; ++i)
         ops::rmsnorm(s.xb2.data() + size_t(i) * QD, s.xb2.data() + size_t(i) * QD,
@@ -187,14 +207,13 @@ void Model::forward_batch(const int32_t* tokens, int n, int pos, float* logits, 
     ops::rmsnorm(s.xb.data() + size_t(i) * D, s.x.data() + size_t(i) * D, w.output_norm, D,
                  c.norm_eps);
   const int64_t V = c.vocab_size;
-  // The head is read once per call, each thread streaming its own rows
+  // The head is read once per call, each chunk of rows streamed once
   // against every token of the batch.
-#pragma omp parallel
-  {
-    const int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();
-    kernels_->dense_gemm(w.output, s.xb.data() + size_t(first) * D, n - first, logits, V,
-                         V * t / nt, V * (t + 1) / nt);
-  }
+  pool_->run([&](int) {
+    pool_->for_chunks(V, row_chunk(V, pool_->size()), [&](int64_t r0, int64_t r1) {
+      kernels_->dense_gemm(w.output, s.xb.data() + size_t(first) * D, n - first, logits, V, r0, r1);
+    });
+  });
 }
 
 }  // namespace tern

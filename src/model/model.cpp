@@ -296,8 +296,17 @@ int64_t Model::bytes_per_token() const {
   return bytes;
 }
 
-std::unique_ptr<Model> Model::load(const std::string& path) {
+Model::Model(gguf::File f) : file_(std::move(f)) {}
+Model::~Model() = default;
+
+void Model::set_threads(int threads) {
+  pool_ = std::make_unique<ThreadPool>(threads);
+  state_.att.assign(size_t(pool_->size()) * size_t(state_.max_seq), 0.0f);
+}
+
+std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& opts) {
   std::unique_ptr<Model> m(new Model(gguf::File::open(path)));
+  m->pool_ = std::make_unique<ThreadPool>(opts.threads);
   const gguf::File& f = m->file_;
   Config& c = m->config_ = read_config(f);
   m->kernels_ = &active_kernels(c.act_mode);
@@ -315,17 +324,17 @@ std::unique_ptr<Model> Model::load(const std::string& path) {
   // Layers load in parallel: checking every row's codes and scales, and a
   // kernel's repack, touch every weight byte, so a serial load of a 2B
   // model took seconds. An error in any layer is kept and the lowest
-  // layer's is thrown after the region (an exception must not leave an
-  // OpenMP region), so a bad file reports the same problem on any run.
+  // layer's is thrown, so a bad file reports the same problem on any run.
   std::vector<std::exception_ptr> errors(size_t(c.n_layers));
-#pragma omp parallel for schedule(dynamic, 1)
-  for (int l = 0; l < c.n_layers; ++l) {
-    try {
-      m->load_layer(l);
-    } catch (...) {
-      errors[size_t(l)] = std::current_exception();
-    }
-  }
+  m->pool_->run([&](int) {
+    m->pool_->for_chunks(c.n_layers, 1, [&](int64_t l, int64_t) {
+      try {
+        m->load_layer(int(l));
+      } catch (...) {
+        errors[size_t(l)] = std::current_exception();
+      }
+    });
+  });
   for (const std::exception_ptr& e : errors)
     if (e) std::rethrow_exception(e);
   c.weight_type = w.layers[0].wq.w.type;

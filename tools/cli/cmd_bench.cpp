@@ -5,7 +5,6 @@
 // what makes a decode figure comparable across machines: the bytes one
 // token reads, the plain read bandwidth measured in the same run on the
 // same threads (the roof), and the fraction of it the decode reached.
-#include <omp.h>
 #if defined(__linux__)
 #include <sys/mman.h>
 #endif
@@ -18,11 +17,13 @@
 #include <ctime>
 #include <filesystem>
 #include <memory>
+#include <vector>
 
 #include "cli/bench_output.h"
 #include "cli/commands.h"
 #include "tern/error.h"
 #include "tern/kernels.h"
+#include "tern/thread_pool.h"
 
 namespace tern::cli {
 namespace {
@@ -64,24 +65,25 @@ double read_roof(size_t bytes, int threads) {
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
   madvise(buf.get(), bytes, MADV_HUGEPAGE);
 #endif
-  const size_t words = bytes / 8;
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (size_t i = 0; i < words; ++i) buf.get()[i] = i * 0x9E3779B97F4A7C15ull;
+  ThreadPool pool(threads);
+  const size_t words = bytes / 8, nt = size_t(threads);
+  pool.run([&](int t) {  // each thread faults in the pages it will read
+    for (size_t i = words * size_t(t) / nt; i < words * size_t(t + 1) / nt; ++i)
+      buf.get()[i] = i * 0x9E3779B97F4A7C15ull;
+  });
   const auto* p = reinterpret_cast<const uint8_t*>(buf.get());
   const size_t chunks = bytes / kReadChunk;
   double best = 0;
   volatile uint64_t sink = 0;
+  std::vector<uint64_t> totals(nt);
   for (int pass = 0; pass < 3; ++pass) {
-    uint64_t total = 0;
     const double t0 = now();
-#pragma omp parallel num_threads(threads) reduction(+ : total)
-    {
-      const size_t nt = size_t(omp_get_num_threads()), t = size_t(omp_get_thread_num());
-      const size_t c0 = chunks * t / nt, c1 = chunks * (t + 1) / nt;
-      total += read_sum(p + c0 * kReadChunk, (c1 - c0) * kReadChunk);
-    }
+    pool.run([&](int t) {
+      const size_t c0 = chunks * size_t(t) / nt, c1 = chunks * size_t(t + 1) / nt;
+      totals[size_t(t)] = read_sum(p + c0 * kReadChunk, (c1 - c0) * kReadChunk);
+    });
     best = std::max(best, double(bytes) / (now() - t0));
-    sink = sink + total;
+    for (uint64_t x : totals) sink = sink + x;
   }
   return best;
 }
@@ -120,7 +122,7 @@ std::pair<int, int> parse_pg(const std::string& s) {
 
 void run_bench(const BenchOptions& o) {
   std::vector<int> threads = o.threads;
-  if (threads.empty()) threads.push_back(omp_get_num_procs());
+  if (threads.empty()) threads.push_back(ThreadPool::available_cpus());
   std::vector<std::pair<int, int>> tests;  // (n_prompt, n_gen)
   for (int p : o.n_prompt)
     if (p > 0) tests.push_back({p, 0});
@@ -134,7 +136,6 @@ void run_bench(const BenchOptions& o) {
     RunOptions run;
     run.model = given;
     run.kernel = o.kernel;
-    run.threads = *std::max_element(threads.begin(), threads.end());  // sizes per-thread buffers
     std::unique_ptr<Model> model = open_model(run);
     const Config& c = model->config();
     int ctx = 1, batch = 1;
@@ -155,7 +156,7 @@ void run_bench(const BenchOptions& o) {
     row.model_n_params = model->n_params();
     row.kernel = model->kernels().name;
     for (int t : threads) {
-      omp_set_num_threads(t);
+      model->set_threads(t);
       row.n_threads = t;
       // The roof over as many bytes as a token reads (at least 256 MiB, at
       // most 2 GiB), so it comes from DRAM as the weights do.

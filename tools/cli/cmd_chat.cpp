@@ -1,6 +1,5 @@
 // tern chat: a conversation on the terminal or through a pipe, one user turn
 // per line of standard input.
-#include <omp.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -31,7 +30,7 @@ void run_chat(const ChatCliOptions& o) {
   Sampler sampler(sp);
   const bool tty = isatty(STDIN_FILENO);
   std::fprintf(stderr, "tern: %s, kernel %s, %d threads, context %d, seed %llu\n", path.c_str(),
-               model->kernels().name, omp_get_max_threads(), model->max_seq(),
+               model->kernels().name, model->threads(), model->max_seq(),
                static_cast<unsigned long long>(sp.seed));
   if (tty) std::fprintf(stderr, "tern: one message per line; Ctrl-D ends the conversation\n");
 

@@ -1,4 +1,3 @@
-#include <omp.h>
 
 #include <cstdio>
 
@@ -35,7 +34,7 @@ void run_generate(const Options& o) {
   std::fflush(stdout);
   // Reported after the run so that an error is the only line on stderr.
   std::fprintf(stderr, "tern: %s, kernel %s, %d threads, seed %llu\n",
-               model->file().path().c_str(), model->kernels().name, omp_get_max_threads(),
+               model->file().path().c_str(), model->kernels().name, model->threads(),
                static_cast<unsigned long long>(sp.seed));
   std::fprintf(stderr, "prompt: %d tokens in %.3f s (%.2f tok/s)\n", st.n_prompt,
                st.prompt_seconds, st.n_prompt / std::max(st.prompt_seconds, 1e-9));

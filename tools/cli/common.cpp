@@ -1,5 +1,3 @@
-#include <omp.h>
-
 #include <cstdio>
 #include <cstdlib>
 #include <random>
@@ -26,10 +24,11 @@ void add_run_options(CLI::App& cmd, RunOptions& o) {
 }
 
 std::unique_ptr<Model> open_model(const RunOptions& o) {
-  if (o.threads > 0) omp_set_num_threads(o.threads);
   if (!o.kernel.empty()) force_kernels(o.kernel);
   const std::string path = o.model.empty() ? default_model_path() : o.model;
-  std::unique_ptr<Model> m = Model::load(path);
+  LoadOptions lo;
+  lo.threads = o.threads;
+  std::unique_ptr<Model> m = Model::load(path, lo);
   if (o.ctx > 0) m->reset(o.ctx);
   return m;
 }

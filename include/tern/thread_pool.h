@@ -1,0 +1,66 @@
+// A fixed team of threads for the forward pass, in place of OpenMP regions.
+//
+// Why not OpenMP: libgomp's idle threads spin for a long while before they
+// sleep, and its `parallel for` splits work statically. With another process
+// on one of the cores, the thread sharing that core got half of it and every
+// region waited for it: `tern generate -t 2` beside a busy loop kept 0.25 of
+// its speed alone (Zen 3). Here work is claimed in small chunks from a shared
+// counter, so the thread on a free core takes what the other cannot reach,
+// and a thread with nothing to do spins only briefly before it sleeps on a
+// futex, which also lets the scheduler move a preempted worker onto the idle
+// core.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace tern {
+
+class ThreadPool {
+ public:
+  // `threads` threads in all (the caller of run() is one of them); 0 means
+  // one per CPU this process may run on.
+  explicit ThreadPool(int threads = 0);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int size() const { return n_; }
+  // CPUs this process may run on (its affinity mask): the default size.
+  static int available_cpus();
+
+  // Calls job(t) once on every thread t in [0, size()), the caller being
+  // t = 0, and returns when all calls have returned. If calls throw, the
+  // exception of the lowest t is rethrown here once all have finished.
+  // Not reentrant: a job must not call run().
+  void run(const std::function<void(int)>& job);
+
+  // Within a job: claims `n` items of the counter run() zeroes, returning
+  // the first (items past the caller's total mean the work is done).
+  int64_t claim(int64_t n) { return next_.fetch_add(n, std::memory_order_relaxed); }
+
+  // Within a job: for `items` items in chunks of `chunk`, calls f(begin,
+  // end) on each chunk this thread claims.
+  template <class F>
+  void for_chunks(int64_t items, int64_t chunk, F&& f) {
+    for (int64_t b = claim(chunk); b < items; b = claim(chunk)) f(b, b + chunk < items ? b + chunk : items);
+  }
+
+ private:
+  void worker(int t);
+
+  int n_ = 1;
+  std::vector<std::thread> threads_;
+  const std::function<void(int)>* job_ = nullptr;
+  std::vector<std::exception_ptr> errors_;  // [n_] per thread of the current run
+  alignas(64) std::atomic<uint32_t> generation_{0};  // bumped to start a run
+  alignas(64) std::atomic<uint32_t> pending_{0};     // workers still in the run
+  alignas(64) std::atomic<int64_t> next_{0};         // claim() counter
+  std::atomic<bool> stop_{false};
+};
+
+}  // namespace tern
