@@ -20,7 +20,7 @@ namespace {
 template <template <int> class Q8Rows, int R>
 void dense_gemm_q8(const DenseMatrix& m, const float* x, int64_t n, float* y, int64_t ldy,
                    int64_t r0, int64_t r1) {
-  const int64_t K = m.cols, nb = K / QK8_0, rb = dense_row_bytes(m.type, K);
+  const int64_t K = m.cols, nb = K / QK8_0, rb = dense_stride(m);
   auto* acts = reinterpret_cast<ActQ8*>(thread_scratch(1, size_t(n * nb) * sizeof(ActQ8)));
   for (int64_t i = 0; i < n; ++i) quantize_act_q8(x + i * K, K, acts + i * nb);
   const uint8_t* w = static_cast<const uint8_t*>(m.data);
@@ -38,7 +38,7 @@ void dense_gemm_q8(const DenseMatrix& m, const float* x, int64_t n, float* y, in
 template <template <gguf::TensorType, int> class Rows, int R, gguf::TensorType T>
 void dense_gemm_typed(const DenseMatrix& m, const float* x, int64_t n, float* y, int64_t ldy,
                       int64_t r0, int64_t r1) {
-  const int64_t K = m.cols, rb = dense_row_bytes(m.type, K);
+  const int64_t K = m.cols, rb = dense_stride(m);
   const uint8_t* w = static_cast<const uint8_t*>(m.data);
   int64_t r = r0;
   for (; r + R <= r1; r += R)

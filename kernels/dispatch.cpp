@@ -158,6 +158,10 @@ int64_t dense_row_bytes(gguf::TensorType type, int64_t K) {
   }
 }
 
+int64_t dense_stride(const DenseMatrix& m) {
+  return m.row_stride > 0 ? m.row_stride : dense_row_bytes(m.type, m.cols);
+}
+
 namespace kernels_detail {
 
 void check_dense_call(const DenseMatrix& w, int64_t n, int64_t ldy, int64_t r0, int64_t r1) {
@@ -169,6 +173,9 @@ void check_dense_call(const DenseMatrix& w, int64_t n, int64_t ldy, int64_t r0, 
   if (w.rows < 0 || w.cols <= 0 || (w.type == TensorType::Q8_0 && w.cols % QK8_0 != 0))
     fail("shape " + std::to_string(w.rows) + "x" + std::to_string(w.cols));
   if (w.data == nullptr && w.rows > 0) fail("matrix has no data");
+  if (w.row_stride != 0 && w.row_stride < dense_row_bytes(w.type, w.cols))
+    fail("row stride " + std::to_string(w.row_stride) + " below the " +
+         std::to_string(dense_row_bytes(w.type, w.cols)) + " bytes of a row");
   if (n < 0) fail("negative vector count " + std::to_string(n));
   if (r0 < 0 || r0 > r1 || r1 > w.rows)
     fail("row range [" + std::to_string(r0) + ", " + std::to_string(r1) + ") outside [0, " +

@@ -85,7 +85,7 @@ float widen(gguf::TensorType type, const uint8_t* row, int64_t k) {
 
 void dense_gemm_q8(const DenseMatrix& w, const float* x, int64_t n, float* y, int64_t ldy, int64_t r0,
                    int64_t r1) {
-  const int64_t K = w.cols, nb = K / QK8_0, rb = dense_row_bytes(w.type, K);
+  const int64_t K = w.cols, nb = K / QK8_0, rb = dense_stride(w);
   std::vector<ActQ8> acts(static_cast<size_t>(n * nb));
   for (int64_t i = 0; i < n; ++i) quantize_act_q8(x + i * K, K, &acts[size_t(i * nb)]);
   for (int64_t r = r0; r < r1; ++r) {
@@ -112,7 +112,7 @@ void dense_gemm(const DenseMatrix& w, const float* x, int64_t n, float* y, int64
                 int64_t r1) {
   kernels_detail::check_dense_call(w, n, ldy, r0, r1);
   if (w.type == gguf::TensorType::Q8_0) return dense_gemm_q8(w, x, n, y, ldy, r0, r1);
-  const int64_t K = w.cols, padded = (K + 15) / 16 * 16, rb = dense_row_bytes(w.type, K);
+  const int64_t K = w.cols, padded = (K + 15) / 16 * 16, rb = dense_stride(w);
   std::vector<float> row(static_cast<size_t>(padded), 0.0f), xs(static_cast<size_t>(padded), 0.0f);
   for (int64_t r = r0; r < r1; ++r) {
     const uint8_t* p = static_cast<const uint8_t*>(w.data) + r * rb;

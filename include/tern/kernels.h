@@ -52,12 +52,14 @@ using GemmI8 = void (*)(const TernaryMatrix& w, const int8_t* q, int64_t n, int3
                         int64_t r0, int64_t r1);
 
 // A float matrix [rows x cols] in F32, F16, BF16 or Q8_0 (cols a multiple
-// of 32), rows contiguous as GGUF stores them: the output head (and tied
-// token embeddings).
+// of 32): the output head (and tied token embeddings), rows contiguous as
+// GGUF stores them, or a view of the KV cache (keys [pos][head_dim], values
+// transposed [head_dim][pos], the first n_pos of max_seq columns).
 struct DenseMatrix {
   gguf::TensorType type = gguf::TensorType::F32;
   int64_t rows = 0, cols = 0;
   const void* data = nullptr;
+  int64_t row_stride = 0;  // bytes from a row to the next; 0: dense_row_bytes(type, cols)
 };
 // y[i * ldy + r] = sum_k W[r][k] * x[i * cols + k] for i < n, r in [r0, r1).
 // Every set computes it bit for bit as the scalar set does, so logits do not
@@ -75,6 +77,9 @@ using DenseGemm = void (*)(const DenseMatrix& w, const float* x, int64_t n, floa
 
 // Bytes of one row of a DenseMatrix of `type` (K values).
 int64_t dense_row_bytes(gguf::TensorType type, int64_t K);
+// Bytes from one row of m to the next. (Out of line: the ISA translation
+// units include this header and must not define shared inline code.)
+int64_t dense_stride(const DenseMatrix& m);
 
 // Builds a kernel's private weight layout once, at load; the result is
 // stored in TernaryMatrix::packed and must outlive every call on w.

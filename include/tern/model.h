@@ -119,20 +119,31 @@ struct RunState {
   std::vector<float> v;        // [max_batch][kv_dim]
   std::vector<float> hb;       // [max_batch][hidden_dim] gate, then act(gate)*up
   std::vector<float> hb2;      // [max_batch][hidden_dim] up
-  std::vector<float> att;      // [threads][max_seq] attention scores
+  std::vector<float> att;      // [threads][n_heads / n_kv_heads][max_seq] attention scores
   std::vector<float> xpad;     // [max_batch][widest K] input padded to whole blocks or
                                // through a linear's own norm; empty when neither is needed
   std::vector<int8_t> xq;      // [max_batch][widest K] int8 input, K = padded_cols(width)
   std::vector<float> xq_scale; // [max_batch] 127 / absmax per token
   std::vector<int32_t> isum;   // [max_batch][max(q_dim + 2 kv_dim, 2 hidden_dim, dim)] int8 sums
   std::vector<float> logits;   // [n][vocab] of the last forward() (grows on demand)
-  ZeroedArray<float> key_cache;    // [n_layers][max_seq][kv_dim]
-  ZeroedArray<float> value_cache;  // [n_layers][max_seq][kv_dim]
+  // The KV cache in its element types (F32, F16 or BF16). Per KV head the
+  // keys are rows [pos][head_dim] and the values are stored transposed,
+  // [head_dim][pos], so both products of attention are dense_gemm calls
+  // (scores = K q, out = V^T p): one kernel per ISA, in the fixed order of
+  // kernels.h, for every cache type.
+  gguf::TensorType k_type = gguf::TensorType::F32, v_type = gguf::TensorType::F32;
+  ZeroedArray<uint8_t> key_cache;    // [n_layers][n_kv_heads][max_seq][head_dim] of k_type
+  ZeroedArray<uint8_t> value_cache;  // [n_layers][n_kv_heads][head_dim][max_seq] of v_type
 };
 
 // Choices made when a model is loaded (from the command line in tools/cli).
 struct LoadOptions {
   int threads = 0;  // threads of the forward pass; 0: one per available CPU
+  int ctx = 0;      // KV cache positions; 0: the model's trained context
+  // KV cache element types: F32 (exact), F16 or BF16 (half the memory and
+  // the bytes a long-context token reads; llama.cpp's -ctk / -ctv).
+  gguf::TensorType cache_type_k = gguf::TensorType::F32;
+  gguf::TensorType cache_type_v = gguf::TensorType::F32;
 };
 
 class Model {
@@ -158,7 +169,8 @@ class Model {
   // KV cache bytes a token at position pos reads (keys and values of
   // positions 0..pos in every layer).
   int64_t kv_bytes_at(int64_t pos) const {
-    return 2 * int64_t(config_.n_layers) * (pos + 1) * config_.kv_dim() * int64_t(sizeof(float));
+    return int64_t(config_.n_layers) * (pos + 1) * config_.kv_dim() *
+           (dense_row_bytes(state_.k_type, 1) + dense_row_bytes(state_.v_type, 1));
   }
 
   // Sizes the run state: a KV cache of `max_seq` positions (0: the trained

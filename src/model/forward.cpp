@@ -3,6 +3,7 @@
 // are handed to the model's threads (ThreadPool) here in chunks, so kernels
 // stay single-threaded.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "tern/error.h"
@@ -12,6 +13,16 @@
 
 namespace tern {
 namespace {
+
+// One value into the KV cache's element type (F32, F16 or BF16).
+void store(gguf::TensorType type, uint8_t* dst, float v) {
+  if (type == gguf::TensorType::F32) {
+    std::memcpy(dst, &v, sizeof v);
+    return;
+  }
+  const uint16_t h = type == gguf::TensorType::F16 ? f32_to_fp16(v) : f32_to_bf16_rne(v);
+  std::memcpy(dst, &h, sizeof h);
+}
 
 // Rows per claimed chunk: about 16 chunks per thread, so a thread slowed by
 // another process leaves little for the others to wait on, in multiples of
@@ -30,6 +41,11 @@ void Model::reset(int max_seq, int max_batch) {
   if (max_seq <= 0) max_seq = c.context_length;
   max_batch = std::max(1, std::min(max_batch, max_seq));
   RunState& s = state_;
+  // Positions are written before they are read, so buffers of the right
+  // sizes need no clearing: load, the command and generate or perplexity
+  // may each ask for the same sizes, and the cache is allocated once.
+  const size_t att = size_t(pool_->size()) * size_t(c.n_heads / c.n_kv_heads) * max_seq;
+  if (s.max_seq == max_seq && s.max_batch == max_batch && s.att.size() == att) return;
   s.max_seq = max_seq;
   s.max_batch = max_batch;
   const size_t B = size_t(max_batch);
@@ -46,7 +62,7 @@ void Model::reset(int max_seq, int max_batch) {
   s.v.assign(B * c.kv_dim(), 0.0f);
   s.hb.assign(B * c.hidden_dim, 0.0f);
   s.hb2.assign(B * c.hidden_dim, 0.0f);
-  s.att.assign(size_t(pool_->size()) * max_seq, 0.0f);
+  s.att.assign(att, 0.0f);
   s.xpad.assign(padded || c.linear_norm_eps > 0 ? B * widest : 0, 0.0f);
   s.xq.assign(B * widest, 0);
   s.xq_scale.assign(B, 0.0f);
@@ -55,8 +71,8 @@ void Model::reset(int max_seq, int max_batch) {
   s.isum.assign(B * group_rows, 0);
   s.logits.assign(size_t(c.vocab_size), 0.0f);
   const size_t cache = size_t(c.n_layers) * max_seq * c.kv_dim();
-  s.key_cache.assign(cache);
-  s.value_cache.assign(cache);
+  s.key_cache.assign(cache * size_t(dense_row_bytes(s.k_type, 1)));
+  s.value_cache.assign(cache * size_t(dense_row_bytes(s.v_type, 1)));
 }
 
 // Products that share the input x[n][in_dim] (q, k and v; gate and up), in
@@ -155,10 +171,14 @@ void Model::forward_batch(const int32_t* tokens, int n, int pos, float* logits, 
 
   for (int i = 0; i < n; ++i) w.token_embd.row(tokens[i], s.x.data() + size_t(i) * D);
 
+  const int HD = c.head_dim, NKV = c.n_kv_heads, G = c.n_heads / c.n_kv_heads;
+  const size_t S = size_t(s.max_seq), ek = size_t(dense_row_bytes(s.k_type, 1)),
+               ev = size_t(dense_row_bytes(s.v_type, 1));
+  const float scale = 1.0f / std::sqrt(float(HD));
   for (int l = 0; l < c.n_layers; ++l) {
     const LayerWeights& L = w.layers[size_t(l)];
-    float* kc = s.key_cache.data() + size_t(l) * s.max_seq * KV;
-    float* vc = s.value_cache.data() + size_t(l) * s.max_seq * KV;
+    uint8_t* kc = s.key_cache.data() + size_t(l) * NKV * S * HD * ek;    // [NKV][S][HD]
+    uint8_t* vc = s.value_cache.data() + size_t(l) * NKV * HD * S * ev;  // [NKV][HD][S]
 
     for (int i = 0; i < n; ++i)
       ops::rmsnorm(s.xb.data() + size_t(i) * D, s.x.data() + size_t(i) * D, L.attn_norm, D,
@@ -166,18 +186,41 @@ void Model::forward_batch(const int32_t* tokens, int n, int pos, float* logits, 
     linears({{&L.wq, s.q.data()}, {&L.wk, s.k.data()}, {&L.wv, s.v.data()}}, s.xb.data(), n, D);
     for (int i = 0; i < n; ++i) {
       const auto rope = c.rope == RopeStyle::Pairs ? ops::rope : ops::rope_halves;
-      rope(s.q.data() + size_t(i) * QD, c.n_heads, c.head_dim, pos + i, c.rope_theta);
-      rope(s.k.data() + size_t(i) * KV, c.n_kv_heads, c.head_dim, pos + i, c.rope_theta);
-      std::memcpy(kc + size_t(pos + i) * KV, s.k.data() + size_t(i) * KV, KV * sizeof(float));
-      std::memcpy(vc + size_t(pos + i) * KV, s.v.data() + size_t(i) * KV, KV * sizeof(float));
+      rope(s.q.data() + size_t(i) * QD, c.n_heads, HD, pos + i, c.rope_theta);
+      rope(s.k.data() + size_t(i) * KV, NKV, HD, pos + i, c.rope_theta);
+      const size_t p = size_t(pos + i);
+      for (int g = 0; g < NKV; ++g)
+        for (int d = 0; d < HD; ++d) {
+          const size_t j = size_t(i) * KV + size_t(g) * HD + size_t(d);
+          store(s.k_type, kc + ((size_t(g) * S + p) * HD + size_t(d)) * ek, s.k[j]);
+          store(s.v_type, vc + ((size_t(g) * HD + size_t(d)) * S + p) * ev, s.v[j]);
+        }
     }
-    // One item per (token, head): a decode step spreads its heads over the threads.
+    // One item per (token, KV head): the G query heads sharing a KV head
+    // read its keys and values once, as a batch of G vectors.
     pool_->run([&](int t) {
-      float* scratch = s.att.data() + size_t(t) * s.max_seq;
-      pool_->for_chunks(int64_t(n) * c.n_heads, 1, [&](int64_t item, int64_t) {
-        const int i = int(item / c.n_heads), h = int(item % c.n_heads);
-        ops::attention(s.xb2.data() + size_t(i) * QD, s.q.data() + size_t(i) * QD, kc, vc,
-                       pos + i + 1, c.n_heads, c.n_kv_heads, c.head_dim, scratch, h, h + 1);
+      float* sc = s.att.data() + size_t(t) * G * S;  // [G][n_pos] scores, then weights
+      pool_->for_chunks(int64_t(n) * NKV, 1, [&](int64_t item, int64_t) {
+        const int i = int(item / NKV), g = int(item % NKV), n_pos = pos + i + 1;
+        const size_t head0 = size_t(i) * QD + size_t(g) * G * HD;  // first query head of the group
+        DenseMatrix keys;
+        keys.type = s.k_type;
+        keys.rows = n_pos;
+        keys.cols = HD;
+        keys.data = kc + size_t(g) * S * HD * ek;
+        kernels_->dense_gemm(keys, s.q.data() + head0, G, sc, n_pos, 0, n_pos);
+        for (int j = 0; j < G; ++j) {
+          float* row = sc + size_t(j) * n_pos;
+          for (int u = 0; u < n_pos; ++u) row[u] *= scale;
+          ops::softmax(row, n_pos);
+        }
+        DenseMatrix values;  // transposed: row d holds dimension d of every position
+        values.type = s.v_type;
+        values.rows = HD;
+        values.cols = n_pos;
+        values.data = vc + size_t(g) * HD * S * ev;
+        values.row_stride = int64_t(S * ev);
+        kernels_->dense_gemm(values, sc, G, s.xb2.data() + head0, HD, 0, HD);
       });
     });
     if (L.attn_sub_norm)

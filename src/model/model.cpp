@@ -301,12 +301,17 @@ Model::~Model() = default;
 
 void Model::set_threads(int threads) {
   pool_ = std::make_unique<ThreadPool>(threads);
-  state_.att.assign(size_t(pool_->size()) * size_t(state_.max_seq), 0.0f);
+  reset(state_.max_seq, state_.max_batch);
 }
 
 std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& opts) {
   std::unique_ptr<Model> m(new Model(gguf::File::open(path)));
   m->pool_ = std::make_unique<ThreadPool>(opts.threads);
+  for (gguf::TensorType t : {opts.cache_type_k, opts.cache_type_v})
+    if (t != gguf::TensorType::F32 && t != gguf::TensorType::F16 && t != gguf::TensorType::BF16)
+      throw Error("KV cache type " + std::string(gguf::traits(t).name) + " is not f32, f16 or bf16");
+  m->state_.k_type = opts.cache_type_k;
+  m->state_.v_type = opts.cache_type_v;
   const gguf::File& f = m->file_;
   Config& c = m->config_ = read_config(f);
   m->kernels_ = &active_kernels(c.act_mode);
@@ -341,7 +346,7 @@ std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
   w.output_norm = norm_vector(f, "output_norm.weight", c.dim);
   c.tied_output = f.find_tensor("output.weight") == nullptr;
   w.output = c.tied_output ? w.token_embd : float_matrix(f, "output.weight", c.vocab_size, c.dim);
-  m->reset();
+  m->reset(opts.ctx);
   return m;
 }
 

@@ -72,6 +72,27 @@ TEST_F(Cli, PerplexityPrintsLlamaCppFinalLine) {
   EXPECT_NE(r.out.find("Final estimate: PPL = "), std::string::npos) << r.out;
 }
 
+// llama.cpp's -ctk / -ctv: a half-precision cache moves the perplexity a
+// little and not at all to garbage; an unknown type is a one-line error.
+TEST_F(Cli, CacheTypesAsLlamaCpp) {
+  std::string text;
+  for (int i = 0; i < 40; ++i) text += "And God said, Let there be light: and there was light. ";
+  const std::string f = write_file("ppl_kv.txt", text);
+  auto ppl = [&](const std::string& flags) {
+    auto r = cli("perplexity -m " + quote(model_path()) + " -f " + quote(f) + " -c 32 --chunks 3 " + flags);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    const size_t at = r.out.find("PPL = ");
+    return at == std::string::npos ? -1.0 : std::stod(r.out.substr(at + 6));
+  };
+  const double exact = ppl(""), half = ppl("-ctk f16 -ctv f16"), mixed = ppl("-ctk bf16");
+  ASSERT_GT(exact, 1.0);
+  EXPECT_NEAR(half, exact, exact * 0.01);
+  EXPECT_NEAR(mixed, exact, exact * 0.02);
+  auto g = cli("generate -m " + quote(model_path()) + " -p x -n 4 -s 1 -ctv f16");
+  EXPECT_EQ(g.exit_code, 0) << g.err;
+  expect_one_line_error(cli("generate -m " + quote(model_path()) + " -p x -ctk q4_0"), "q4_0");
+}
+
 TEST_F(Cli, InfoDescribesModelAndCpu) {
   auto r = cli("info " + quote(model_path()));
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -181,6 +181,29 @@ TEST_P(DenseSets, RowRangesWriteOnlyTheirRows) {
   for (float f : untouched) EXPECT_EQ(f, 7.0f);
 }
 
+// A view of the first K columns of wider rows (the KV cache's transposed
+// values: n_pos of max_seq columns) equals the same columns stored densely.
+TEST_P(DenseSets, RowStrideViewsEqualDenseRows) {
+  for (TensorType type : kTypes)
+    for (int64_t K : widths(type)) {
+      const int64_t M = 7, W = K + (type == TensorType::Q8_0 ? 64 : 19), n = 3;
+      const Dense wide = make_dense(type, M, W, uint32_t(K + 3));
+      const int64_t wide_rb = dense_row_bytes(type, W), rb = dense_row_bytes(type, K);
+      std::vector<uint8_t> packed(size_t(M * rb));
+      for (int64_t r = 0; r < M; ++r)
+        std::memcpy(packed.data() + r * rb, wide.bytes.data() + r * wide_rb, size_t(rb));
+      DenseMatrix view = wide.m, dense{type, M, K, packed.data()};
+      view.cols = K;
+      view.row_stride = wide_rb;
+      const std::vector<float> x = random_vectors(n, K, uint32_t(K + 4));
+      std::vector<float> want(size_t(n * M)), got(size_t(n * M));
+      scalar_kernels().dense_gemm(dense, x.data(), n, want.data(), M, 0, M);
+      set().dense_gemm(view, x.data(), n, got.data(), M, 0, M);
+      ASSERT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0)
+          << "type " << int(type) << " K " << K;
+    }
+}
+
 TEST_P(DenseSets, BadCallsAreErrors) {
   const Dense d = make_dense(TensorType::F16, 4, 32, 1);
   std::vector<float> x(64), y(8);
@@ -196,6 +219,9 @@ TEST_P(DenseSets, BadCallsAreErrors) {
   EXPECT_THROW(set().dense_gemm(bad, x.data(), 1, y.data(), 4, 0, 4), Error);
   bad = d.m;
   bad.data = nullptr;
+  EXPECT_THROW(set().dense_gemm(bad, x.data(), 1, y.data(), 4, 0, 4), Error);
+  bad = d.m;
+  bad.row_stride = 62;  // rows of 32 F16 values are 64 bytes
   EXPECT_THROW(set().dense_gemm(bad, x.data(), 1, y.data(), 4, 0, 4), Error);
 }
 

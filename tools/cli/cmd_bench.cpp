@@ -37,6 +37,7 @@ struct BenchOptions {
   int reps = 5;
   std::string output = "md";
   std::string kernel;
+  std::string cache_type_k = "f32", cache_type_v = "f32";
   bool roof = true;
 };
 
@@ -136,6 +137,9 @@ void run_bench(const BenchOptions& o) {
     RunOptions run;
     run.model = given;
     run.kernel = o.kernel;
+    run.cache_type_k = o.cache_type_k;
+    run.cache_type_v = o.cache_type_v;
+    run.ctx = 1;  // sized below, once the tests are known
     std::unique_ptr<Model> model = open_model(run);
     const Config& c = model->config();
     int ctx = 1, batch = 1;
@@ -208,6 +212,11 @@ void add_bench(CLI::App& app) {
   cmd->add_option("-o,--output", o->output, "output format (default md)")
       ->check(CLI::IsMember({"md", "csv", "json", "jsonl"}));
   cmd->add_option("--kernel", o->kernel, "force a kernel set (see 'tern kernels')");
+  const std::vector<std::string> cache_types{"f32", "f16", "bf16"};
+  cmd->add_option("--cache-type-k", o->cache_type_k, "KV cache type for K (also -ctk): f32, f16, bf16")
+      ->check(CLI::IsMember(cache_types, CLI::ignore_case));
+  cmd->add_option("--cache-type-v", o->cache_type_v, "KV cache type for V (also -ctv): f32, f16, bf16")
+      ->check(CLI::IsMember(cache_types, CLI::ignore_case));
   cmd->add_flag("!--no-roof", o->roof, "skip measuring the read bandwidth");
   cmd->callback([o] { run_bench(*o); });
 }

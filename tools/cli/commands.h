@@ -17,9 +17,10 @@ struct RunOptions {
   int threads = 0;      // 0: all cores
   std::string kernel;   // empty: best available (or TERN_KERNEL)
   int ctx = 0;          // 0: the model's trained context
+  std::string cache_type_k = "f32", cache_type_v = "f32";  // -ctk, -ctv
 };
 
-// Adds -m, -t, --kernel and -c to a subcommand.
+// Adds -m, -t, --kernel, -c, -ctk and -ctv to a subcommand.
 void add_run_options(CLI::App& cmd, RunOptions& o);
 // Applies threads and kernel, loads the model and sizes its context.
 std::unique_ptr<Model> open_model(const RunOptions& o);

@@ -1,3 +1,4 @@
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
@@ -21,16 +22,33 @@ void add_run_options(CLI::App& cmd, RunOptions& o) {
   cmd.add_option("--kernel", o.kernel, "force a kernel set (see 'tern kernels')");
   cmd.add_option("-c,--ctx", o.ctx, "context size in tokens (default: the model's)")
       ->check(CLI::Range(1, 1 << 24));
+  const std::vector<std::string> cache_types{"f32", "f16", "bf16"};
+  cmd.add_option("--cache-type-k", o.cache_type_k, "KV cache type for K (also -ctk): f32 (default), f16, bf16")
+      ->check(CLI::IsMember(cache_types, CLI::ignore_case));
+  cmd.add_option("--cache-type-v", o.cache_type_v, "KV cache type for V (also -ctv): f32 (default), f16, bf16")
+      ->check(CLI::IsMember(cache_types, CLI::ignore_case));
 }
+
+namespace {
+gguf::TensorType cache_type(const std::string& name) {
+  std::string s = name;
+  for (char& ch : s) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+  if (s == "f16") return gguf::TensorType::F16;
+  if (s == "bf16") return gguf::TensorType::BF16;
+  if (s == "f32") return gguf::TensorType::F32;
+  throw Error("cache type " + name + ": expected f32, f16 or bf16");
+}
+}  // namespace
 
 std::unique_ptr<Model> open_model(const RunOptions& o) {
   if (!o.kernel.empty()) force_kernels(o.kernel);
   const std::string path = o.model.empty() ? default_model_path() : o.model;
   LoadOptions lo;
   lo.threads = o.threads;
-  std::unique_ptr<Model> m = Model::load(path, lo);
-  if (o.ctx > 0) m->reset(o.ctx);
-  return m;
+  lo.ctx = o.ctx;
+  lo.cache_type_k = cache_type(o.cache_type_k);
+  lo.cache_type_v = cache_type(o.cache_type_v);
+  return Model::load(path, lo);
 }
 
 void add_sampling_options(CLI::App& cmd, SamplingOptions& o) {

@@ -18,11 +18,15 @@ int main(int argc, char** argv) {
   tern::cli::add_bench(app);
   tern::cli::add_tokenize(app);
   tern::cli::add_chat(app);
-  // llama-bench spells its prompt+generation test -pg; CLI11 reads a single
-  // dash as one-letter options, so bench's -pg is handed over as --pg.
-  char pg[] = "--pg";
-  for (int i = 2; argc > 1 && std::strcmp(argv[1], "bench") == 0 && i < argc; ++i)
-    if (std::strcmp(argv[i], "-pg") == 0) argv[i] = pg;
+  // llama.cpp spells some options with one dash and several letters
+  // (llama-bench's -pg, the cache types -ctk and -ctv); CLI11 reads a single
+  // dash as one-letter options, so they are handed over with two.
+  char pg[] = "--pg", ctk[] = "--cache-type-k", ctv[] = "--cache-type-v";
+  for (int i = 2; argc > 1 && i < argc; ++i) {
+    if (std::strcmp(argv[1], "bench") == 0 && std::strcmp(argv[i], "-pg") == 0) argv[i] = pg;
+    if (std::strcmp(argv[i], "-ctk") == 0) argv[i] = ctk;
+    if (std::strcmp(argv[i], "-ctv") == 0) argv[i] = ctv;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
