@@ -1,8 +1,6 @@
-// Chooses the kernel set: the best one this CPU supports, unless TERN_KERNEL
-// (read once, at the first active_kernels() call) or force_kernels() names one.
+// Chooses the kernel set: the best one this CPU supports, unless the caller
+// names one (a load option; tools/cli reads --kernel and TERN_KERNEL).
 #include <array>
-#include <atomic>
-#include <cstdlib>
 #include <iterator>
 #include <string>
 
@@ -69,35 +67,6 @@ const KernelSet& best_available(ActMode mode) {
   return scalar_kernels();  // unreachable while scalar is in the table
 }
 
-// The set a name asks for, or nullptr for "auto". `what` names the source of
-// the request in the error ("TERN_KERNEL=foo").
-const KernelSet* find_available(std::string_view name, const std::string& what) {
-  if (name == "auto") return nullptr;
-  for (const KernelSet* s : all_kernel_sets()) {
-    if (name != s->name) continue;
-    if (!s->available(cpu_features()))
-      throw Error(what + ": kernel not supported by this CPU (available: " + join_names(true) +
-                  "; CPU has: " + cpu_features().summary() + ")");
-    return s;
-  }
-  throw Error(what + ": unknown kernel (known: " + join_names(false) + ", auto)");
-}
-
-// TERN_KERNEL, read once. If it is bad this throws and the static stays
-// uninitialized, so every call reports the error rather than falling back.
-const KernelSet* env_choice() {
-  static const KernelSet* const chosen = [] {
-    const char* env = std::getenv("TERN_KERNEL");
-    if (env == nullptr || *env == '\0') return static_cast<const KernelSet*>(nullptr);
-    return find_available(env, std::string("TERN_KERNEL=") + env);
-  }();
-  return chosen;
-}
-
-// force_kernels() overrides TERN_KERNEL, including with "auto".
-std::atomic<bool> g_forced{false};
-std::atomic<const KernelSet*> g_forced_set{nullptr};
-
 }  // namespace
 
 std::span<const KernelSet* const> all_kernel_sets() {
@@ -109,21 +78,26 @@ std::span<const KernelSet* const> all_kernel_sets() {
   return sets;
 }
 
-const KernelSet& active_kernels(ActMode mode) {
-  const KernelSet* want = g_forced.load(std::memory_order_acquire)
-                              ? g_forced_set.load(std::memory_order_acquire)
-                              : env_choice();
+const KernelSet* find_kernel_set(std::string_view name, std::string_view source) {
+  if (name.empty() || name == "auto") return nullptr;
+  const std::string what = source.empty() ? "kernel " + std::string(name) : std::string(source);
+  for (const KernelSet* s : all_kernel_sets()) {
+    if (name != s->name) continue;
+    if (!s->available(cpu_features()))
+      throw Error(what + ": kernel not supported by this CPU (available: " + join_names(true) +
+                  "; CPU has: " + cpu_features().summary() + ")");
+    return s;
+  }
+  throw Error(what + ": unknown kernel (known: " + join_names(false) + ", auto)");
+}
+
+const KernelSet& select_kernels(std::string_view name, ActMode mode) {
+  const KernelSet* want = find_kernel_set(name);
   if (want == nullptr) return best_available(mode);
   if (!supports(*want, mode))
     throw Error(std::string("kernel ") + want->name + " has no " + mode_name(mode) +
                 "-activation path (use one of: " + join_names(true, &mode) + ")");
   return *want;
-}
-
-void force_kernels(std::string_view name) {
-  const KernelSet* s = find_available(name, "kernel " + std::string(name));
-  g_forced_set.store(s, std::memory_order_release);
-  g_forced.store(true, std::memory_order_release);
 }
 
 bool kernel_supports(const KernelSet& s, ActMode mode) { return supports(s, mode); }

@@ -108,17 +108,19 @@ uint64_t read_sum(const uint8_t* p, size_t n, const char** isa = nullptr);
 
 // Every kernel set built into this binary, best first; scalar is last.
 std::span<const KernelSet* const> all_kernel_sets();
-// The set used for weights seen with `mode` activations: the first available
-// one that has that mode's functions (a set may leave the other mode's null),
-// unless TERN_KERNEL (read at the first call) or force_kernels() names one.
-// Throws tern::Error if TERN_KERNEL names an unknown or unavailable set
-// ("TERN_KERNEL=foo: unknown kernel (known: scalar, auto)"), or if the named
-// set has no path for `mode`. An empty TERN_KERNEL or "auto" means the default.
-const KernelSet& active_kernels(ActMode mode);
+// The set a name asks for: nullptr for "" or "auto" (the best available),
+// else the set of that name. Throws tern::Error beginning with `source`
+// (default "kernel NAME") if the name is unknown ("kernel foo: unknown
+// kernel (known: ..., scalar, auto)") or this CPU cannot run the set.
+const KernelSet* find_kernel_set(std::string_view name, std::string_view source = {});
+// The set used for weights seen with `mode` activations: the named one
+// (find_kernel_set), or for "" / "auto" the first available set that has
+// that mode's functions (a set may leave the other mode's null). Throws
+// tern::Error as find_kernel_set does, or if the named set has no path for
+// `mode`. No process-wide state: the choice is a load option
+// (LoadOptions::kernel), resolved from --kernel or TERN_KERNEL in tools/cli.
+const KernelSet& select_kernels(std::string_view name, ActMode mode);
 bool kernel_supports(const KernelSet& s, ActMode mode);
-// Forces a kernel set by name ("auto" = best available, ignoring
-// TERN_KERNEL); throws tern::Error if unknown or unavailable here.
-void force_kernels(std::string_view name);
 
 // The scalar reference, callable directly by tests as the oracle. Its exact
 // float summation order is documented in kernels/scalar.cpp.

@@ -138,6 +138,7 @@ struct RunState {
 
 // Choices made when a model is loaded (from the command line in tools/cli).
 struct LoadOptions {
+  std::string kernel;  // kernel set by name; "" or "auto": the best for this CPU
   int threads = 0;  // threads of the forward pass; 0: one per available CPU
   int ctx = 0;      // KV cache positions; 0: the model's trained context
   // KV cache element types: F32 (exact), F16 or BF16 (half the memory and

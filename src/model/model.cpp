@@ -314,7 +314,7 @@ std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
   m->state_.v_type = opts.cache_type_v;
   const gguf::File& f = m->file_;
   Config& c = m->config_ = read_config(f);
-  m->kernels_ = &active_kernels(c.act_mode);
+  m->kernels_ = &select_kernels(opts.kernel, c.act_mode);
   Weights& w = m->weights_;
 
   const gguf::TensorInfo* emb = f.find_tensor("token_embd.weight");

@@ -185,6 +185,20 @@ TEST_F(CliErrors, TextTooShortForPerplexity) {
                         f);
 }
 
+// TERN_KERNEL picks the set when --kernel is not given (the CLI reads it
+// and hands it to the library as a load option); --kernel wins over it.
+TEST_F(Cli, KernelFromTheEnvironment) {
+  const std::string exe = quote(TERN_EXE), m = quote(model_path());
+  auto r = tern::test::run("TERN_KERNEL=scalar " + exe + " info " + m, "env", dir_);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("kernel:          scalar\n"), std::string::npos) << r.out;
+  r = tern::test::run("TERN_KERNEL=nope " + exe + " info " + m + " --kernel scalar", "env2", dir_);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("kernel:          scalar\n"), std::string::npos) << r.out;
+  expect_one_line_error(tern::test::run("TERN_KERNEL=nope " + exe + " generate -m " + m + " -p x", "env3", dir_),
+                        "TERN_KERNEL=nope: unknown kernel");
+}
+
 TEST_F(CliErrors, UnknownKernel) {
   expect_one_line_error(cli("generate -m " + quote(model_path()) + " -p x --kernel nope"),
                         "nope");

@@ -1,6 +1,6 @@
-// Kernel-set selection and CPU feature detection. TERN_KERNEL is read once
-// per process, so those cases run in fresh child processes (death tests in
-// "threadsafe" style re-execute this binary).
+// Kernel-set selection (a pure function of a name and an activation mode;
+// TERN_KERNEL is read by tools/cli and tested in tests/cli) and CPU feature
+// detection.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -31,11 +31,13 @@ TEST(Dispatch, ScalarIsLastAndAlwaysAvailable) {
   }
 }
 
-TEST(Dispatch, ForceKernels) {
-  force_kernels("scalar");
-  EXPECT_EQ(&active_kernels(ActMode::Float), &scalar_kernels());
+TEST(Dispatch, SelectByName) {
+  EXPECT_EQ(&select_kernels("scalar", ActMode::Float), &scalar_kernels());
+  EXPECT_EQ(find_kernel_set("scalar"), &scalar_kernels());
+  EXPECT_EQ(find_kernel_set("auto"), nullptr);
+  EXPECT_EQ(find_kernel_set(""), nullptr);
   try {
-    force_kernels("nope");
+    select_kernels("nope", ActMode::Float);
     FAIL() << "no throw";
   } catch (const Error& e) {
     const std::string msg = e.what();
@@ -43,26 +45,34 @@ TEST(Dispatch, ForceKernels) {
     EXPECT_EQ(msg.rfind("kernel nope: unknown kernel (known: ", 0), 0u) << msg;
     EXPECT_NE(msg.find("scalar, auto)"), std::string::npos) << msg;
   }
-  EXPECT_EQ(&active_kernels(ActMode::Float), &scalar_kernels());  // a failed force changes nothing
-  force_kernels("auto");
+  try {
+    find_kernel_set("foo", "TERN_KERNEL=foo");
+    FAIL() << "no throw";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("TERN_KERNEL=foo: unknown kernel (known: ", 0), 0u) << e.what();
+  }
+  for (const KernelSet* s : all_kernel_sets())
+    if (!s->available(cpu_features())) {
+      EXPECT_THROW(find_kernel_set(s->name), Error) << s->name;
+    }
   for (ActMode mode : {ActMode::Float, ActMode::Int8}) {
     const KernelSet* best = nullptr;
     for (const KernelSet* s : all_kernel_sets())
       if (!best && s->available(cpu_features()) && kernel_supports(*s, mode)) best = s;
-    EXPECT_EQ(&active_kernels(mode), best);
+    EXPECT_EQ(&select_kernels("", mode), best);
+    EXPECT_EQ(&select_kernels("auto", mode), best);
   }
 }
 
-// A forced set without the model's activation mode is an error that lists
+// A named set without the model's activation mode is an error that lists
 // only the sets this CPU can run in that mode.
 TEST(Dispatch, MissingModeNamesTheSetsThatHaveIt) {
   int ran = 0;
   for (const KernelSet* s : all_kernel_sets())
     for (ActMode mode : {ActMode::Float, ActMode::Int8}) {
       if (!s->available(cpu_features()) || kernel_supports(*s, mode)) continue;
-      force_kernels(s->name);
       try {
-        active_kernels(mode);
+        select_kernels(s->name, mode);
         ADD_FAILURE() << s->name << " has no path for the mode, yet no throw";
       } catch (const Error& e) {
         const std::string msg = e.what();
@@ -79,47 +89,7 @@ TEST(Dispatch, MissingModeNamesTheSetsThatHaveIt) {
       }
       ++ran;
     }
-  force_kernels("auto");
   if (ran == 0) GTEST_SKIP() << "every set available here has both modes";
-}
-
-TEST(Dispatch, EnvironmentSelectsScalar) {
-  GTEST_FLAG_SET(death_test_style, "threadsafe");
-  EXPECT_EXIT(
-      {
-        setenv("TERN_KERNEL", "scalar", 1);
-        std::_Exit(&active_kernels(ActMode::Float) == &scalar_kernels() ? 0 : 1);
-      },
-      testing::ExitedWithCode(0), "");
-}
-
-TEST(Dispatch, EnvironmentUnknownNameThrows) {
-  GTEST_FLAG_SET(death_test_style, "threadsafe");
-  EXPECT_EXIT(
-      {
-        setenv("TERN_KERNEL", "foo", 1);
-        try {
-          active_kernels(ActMode::Float);
-        } catch (const Error& e) {
-          std::fprintf(stderr, "%s\n", e.what());
-          std::_Exit(3);
-        }
-        std::_Exit(0);
-      },
-      testing::ExitedWithCode(3), "TERN_KERNEL=foo: unknown kernel \\(known: .*scalar, auto\\)");
-}
-
-TEST(Dispatch, EnvironmentUnsetPicksBestAvailable) {
-  GTEST_FLAG_SET(death_test_style, "threadsafe");
-  EXPECT_EXIT(
-      {
-        unsetenv("TERN_KERNEL");
-        const KernelSet* best = nullptr;
-        for (const KernelSet* s : all_kernel_sets())
-          if (!best && s->available(cpu_features()) && kernel_supports(*s, ActMode::Float)) best = s;
-        std::_Exit(&active_kernels(ActMode::Float) == best ? 0 : 1);
-      },
-      testing::ExitedWithCode(0), "");
 }
 
 TEST(CpuFeatures, SummaryAndConsistency) {

@@ -137,8 +137,9 @@ TEST_P(WholeModel, GreedyGenerationIsDeterministic) {
 TEST_P(WholeModel, GreedyTextIsTheSameOnEveryKernel) {
   const Packed p = packed(GetParam());
   auto text_on = [&](const char* kernel) {
-    tern::force_kernels(kernel);
-    auto m = tern::Model::load(p.tq2);
+    tern::LoadOptions lo;
+    lo.kernel = kernel;
+    auto m = tern::Model::load(p.tq2, lo);
     tern::Tokenizer tok(m->file());
     tern::Sampler s({0.0f, 40, 0.95f, 1});
     std::string text;
@@ -155,7 +156,6 @@ TEST_P(WholeModel, GreedyTextIsTheSameOnEveryKernel) {
     EXPECT_EQ(text, want.first) << k->name;
     ++ran;
   }
-  tern::force_kernels("auto");
   EXPECT_GE(ran, 1);
 }
 

@@ -15,8 +15,10 @@ namespace {
 
 const char* act_name(ActMode m) { return m == ActMode::Int8 ? "int8 (per-token absmax)" : "float"; }
 
-void run_info(const std::string& path) {
-  std::unique_ptr<Model> model = Model::load(path);
+void run_info(const std::string& path, const std::string& kernel) {
+  LoadOptions lo;
+  lo.kernel = kernel_choice(kernel);
+  std::unique_ptr<Model> model = Model::load(path, lo);
   const gguf::File& f = model->file();
   const Config& c = model->config();
   std::printf("file:            %s (GGUF v%u, %.2f MiB)\n", path.c_str(), f.version(),
@@ -93,10 +95,7 @@ void add_info(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("info", "describe a model file and this CPU");
   cmd->add_option("file", *path, "GGUF model file")->required();
   cmd->add_option("--kernel", *kernel, "force a kernel set (see 'tern kernels')");
-  cmd->callback([path, kernel] {
-    if (!kernel->empty()) force_kernels(*kernel);
-    run_info(*path);
-  });
+  cmd->callback([path, kernel] { run_info(*path, *kernel); });
 }
 
 void add_kernels(CLI::App& app) {
@@ -104,12 +103,12 @@ void add_kernels(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("kernels", "list kernel sets and which one runs");
   cmd->add_option("--kernel", *kernel, "force a kernel set");
   cmd->callback([kernel] {
-    if (!kernel->empty()) force_kernels(*kernel);
+    const std::string choice = kernel_choice(*kernel);
     const CpuFeatures& cpu = cpu_features();
     // A forced set may lack a mode; it is then selected for the other only.
-    auto chosen = [](ActMode mode) -> const KernelSet* {
+    auto chosen = [&choice](ActMode mode) -> const KernelSet* {
       try {
-        return &active_kernels(mode);
+        return &select_kernels(choice, mode);
       } catch (const Error&) {
         return nullptr;
       }

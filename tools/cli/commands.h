@@ -22,6 +22,9 @@ struct RunOptions {
 
 // Adds -m, -t, --kernel, -c, -ctk and -ctv to a subcommand.
 void add_run_options(CLI::App& cmd, RunOptions& o);
+// The kernel set to ask for: --kernel's value, else the environment's
+// TERN_KERNEL, else "" (the best); a bad name throws, saying which it was.
+std::string kernel_choice(const std::string& flag);
 // Applies threads and kernel, loads the model and sizes its context.
 std::unique_ptr<Model> open_model(const RunOptions& o);
 // --temp, --top-k, --top-p, -s, shared by generate and chat.

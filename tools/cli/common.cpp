@@ -40,10 +40,21 @@ gguf::TensorType cache_type(const std::string& name) {
 }
 }  // namespace
 
+std::string kernel_choice(const std::string& flag) {
+  if (!flag.empty()) {
+    find_kernel_set(flag);  // an unknown or unavailable name fails before the load
+    return flag;
+  }
+  const char* env = std::getenv("TERN_KERNEL");
+  if (env == nullptr || *env == '\0') return "";
+  find_kernel_set(env, std::string("TERN_KERNEL=") + env);  // the error says where the name came from
+  return env;
+}
+
 std::unique_ptr<Model> open_model(const RunOptions& o) {
-  if (!o.kernel.empty()) force_kernels(o.kernel);
   const std::string path = o.model.empty() ? default_model_path() : o.model;
   LoadOptions lo;
+  lo.kernel = kernel_choice(o.kernel);
   lo.threads = o.threads;
   lo.ctx = o.ctx;
   lo.cache_type_k = cache_type(o.cache_type_k);
