@@ -94,12 +94,14 @@ struct TensorInfo {
   std::string shape_string() const;  // "[2560, 6912]"
 };
 
-// A read-only GGUF file. open() maps the file and validates magic, version,
+// A read-only GGUF file. open() maps the file (or, with use_mmap false,
+// reads it whole into memory, as llama.cpp's --no-mmap: slower to start,
+// but immune to the file changing underneath) and validates magic, version,
 // every count, string length, type, shape, offset and alignment against the
 // file size before any tensor data is touched.
 class File {
  public:
-  static File open(const std::string& path);
+  static File open(const std::string& path, bool use_mmap = true);
   // Parses a buffer the caller keeps alive (tests, fuzzing). `name` is used
   // in error messages in place of a path.
   static File parse(std::span<const uint8_t> bytes, const std::string& name);
@@ -137,20 +139,25 @@ class File {
  private:
   File() = default;
   void parse_all();
+  static void read_whole(int fd, File& f);
+  void release_storage();
 
   std::string path_;
   const uint8_t* base_ = nullptr;
   uint64_t size_ = 0;
   void* map_ = nullptr;  // non-null when we own an mmap
+  void* owned_ = nullptr;  // non-null when we own a copy read with --no-mmap (free())
   uint32_t version_ = 0;
   uint64_t alignment_ = 32;
   std::vector<std::pair<std::string, Value>> kv_;
   std::vector<TensorInfo> tensors_;
 };
 
-// Writes a GGUF v3 file atomically: everything goes to "<path>.tmp-<pid>",
-// which finish() renames to `path`; a Writer destroyed before finish()
-// removes the temporary, so no half-written output is ever left behind.
+// Writes a GGUF v3 file atomically: everything goes to a temporary
+// "<path>.tmp-XXXXXX" (tern/output_file.h), which finish() renames to
+// `path`; a Writer destroyed before finish() removes the temporary, so no
+// half-written output is ever left behind. A `path` that exists and is not
+// a regular file is refused before anything is written.
 // Tensors are declared up front (the header precedes the data) and their
 // bytes streamed afterwards, one at a time, in declaration order.
 class Writer {
@@ -180,6 +187,7 @@ class Writer {
     uint64_t offset;
   };
   void write_bytes(const void* p, size_t n);
+  void drop_temporary();
   const Pending& next_tensor(std::string_view name) const;  // checks the order
 
   std::string path_, tmp_path_;

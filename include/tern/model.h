@@ -136,11 +136,23 @@ struct RunState {
   ZeroedArray<uint8_t> value_cache;  // [n_layers][n_kv_heads][head_dim][max_seq] of v_type
 };
 
+inline constexpr int kDefaultCtx = 4096;
+inline constexpr int kTrainedCtx = -1;
+
 // Choices made when a model is loaded (from the command line in tools/cli).
 struct LoadOptions {
   std::string kernel;  // kernel set by name; "" or "auto": the best for this CPU
   int threads = 0;  // threads of the forward pass; 0: one per available CPU
-  int ctx = 0;      // KV cache positions; 0: the model's trained context
+  // KV cache positions. 0: the trained context, at most kDefaultCtx (as
+  // llama.cpp's default -c 4096): a small file declaring 2^24 positions
+  // must not size the cache. kTrainedCtx: the trained context, whatever
+  // its size (llama.cpp's -c 0).
+  int ctx = 0;
+  // false: the weights only, no KV cache or batch buffers (tern info).
+  bool run_state = true;
+  // false: read the file into memory (llama.cpp's --no-mmap) instead of
+  // mapping it, so truncating or rewriting it cannot fault the run.
+  bool use_mmap = true;
   // KV cache element types: F32 (exact), F16 or BF16 (half the memory and
   // the bytes a long-context token reads; llama.cpp's -ctk / -ctv).
   gguf::TensorType cache_type_k = gguf::TensorType::F32;
@@ -174,8 +186,9 @@ class Model {
            (dense_row_bytes(state_.k_type, 1) + dense_row_bytes(state_.v_type, 1));
   }
 
-  // Sizes the run state: a KV cache of `max_seq` positions (0: the trained
-  // context) and batches of up to `max_batch` tokens.
+  // Sizes the run state: a KV cache of `max_seq` positions (0 and
+  // kTrainedCtx as LoadOptions::ctx) and batches of up to `max_batch`
+  // tokens. Throws tern::Error naming the cache size when memory is short.
   void reset(int max_seq = 0, int max_batch = 64);
   int max_seq() const { return state_.max_seq; }
 
@@ -191,6 +204,8 @@ class Model {
 
  private:
   explicit Model(gguf::File f);
+  void resize_state(int max_seq, int max_batch);
+  void check_finite(const gguf::File& f, const std::string& name, const FloatMatrix& m);
   // Loads (and prepares for the kernel set) layer l; the config, the kernel
   // set and weights_.layers are set. Called from several threads at once.
   void load_layer(int l);

@@ -102,6 +102,12 @@ int64_t ternary_row_bytes(gguf::TensorType t, int64_t K);
 // Loaders use it to reject such rows so that all kernels agree on them.
 int64_t find_invalid_tq2_code(const uint8_t* in, int64_t K);
 
+// Index of the first NaN or infinity among n values of a float tensor (F32,
+// F16, BF16; for Q8_0 the element whose block scale is not finite), or -1.
+// An integer test on the exponent bits, so it vectorizes and raises no
+// floating-point exception; loaders run it on every norm and embedding.
+int64_t find_nonfinite(gguf::TensorType t, const uint8_t* data, int64_t n);
+
 // One row of bitnet.cpp's I2_S (K a multiple of 128; row r of a tensor
 // starts at byte r * K / 4): codes 0, 1, 2 are -1, 0, +1. Returns the column
 // of the first code 3, which is no trit (bitnet.cpp's dequantizer and its

@@ -7,10 +7,13 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include "internal.h"
 #include "tern/error.h"
+#include "tern/input_file.h"
+#include "tern/mapped_files.h"
 
 namespace tern::gguf {
 namespace {
@@ -32,28 +35,38 @@ std::string shape_of(std::span<const uint64_t> dims) {
 
 }  // namespace
 
-File File::open(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw file_error(path, std::string("cannot open: ") + std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    const int err = errno;
-    ::close(fd);
-    throw file_error(path, std::string("cannot stat: ") + std::strerror(err));
+// --no-mmap: the file in memory of its own, page-aligned like a mapping
+// (tensor data offsets are aligned relative to the start).
+void File::read_whole(int fd, File& f) {
+  const uint64_t page = uint64_t(::sysconf(_SC_PAGESIZE));
+  void* p = std::aligned_alloc(page, (f.size_ + page - 1) / page * page);
+  if (!p) throw file_error(f.path_, "cannot read " + byte_size(f.size_) + " into memory (--no-mmap): out of memory");
+  f.owned_ = p;
+  f.base_ = static_cast<const uint8_t*>(p);
+  auto* dst = static_cast<uint8_t*>(p);
+  for (uint64_t got = 0; got < f.size_;) {
+    const ssize_t r = ::pread(fd, dst + got, size_t(std::min<uint64_t>(f.size_ - got, 1u << 30)), off_t(got));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) throw file_error(f.path_, std::string("read error: ") + std::strerror(errno));
+    if (r == 0) throw file_error(f.path_, "shrank while being read");
+    got += uint64_t(r);
   }
-  if (S_ISDIR(st.st_mode)) {
-    ::close(fd);
-    throw file_error(path, "is a directory, not a GGUF file");
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    throw file_error(path, "not a regular file");
-  }
+}
+
+File File::open(const std::string& path, bool use_mmap) {
+  const InputFile in = open_input_file(path);
+  const int fd = in.fd;
   File f;
   f.path_ = path;
-  f.size_ = static_cast<uint64_t>(st.st_size);
-  // mmap rejects a zero length; parse_all() reports the empty file instead.
-  if (f.size_ > 0) {
+  f.size_ = in.size;
+  if (!use_mmap && f.size_ > 0) {
+    try {
+      read_whole(fd, f);
+    } catch (...) {
+      ::close(fd);
+      throw;
+    }
+  } else if (f.size_ > 0) {  // mmap rejects a zero length; parse_all() reports the empty file instead
     void* m = ::mmap(nullptr, f.size_, PROT_READ, MAP_PRIVATE, fd, 0);
     if (m == MAP_FAILED) {
       const int err = errno;
@@ -62,6 +75,7 @@ File File::open(const std::string& path) {
     }
     f.map_ = m;
     f.base_ = static_cast<const uint8_t*>(m);
+    register_mapped_file(m, f.size_, path);
   }
   ::close(fd);  // the mapping keeps the file contents reachable
   f.parse_all();
@@ -93,6 +107,7 @@ File::File(File&& o) noexcept
       base_(std::exchange(o.base_, nullptr)),
       size_(std::exchange(o.size_, 0)),
       map_(std::exchange(o.map_, nullptr)),
+      owned_(std::exchange(o.owned_, nullptr)),
       version_(o.version_),
       alignment_(o.alignment_),
       kv_(std::move(o.kv_)),
@@ -100,11 +115,12 @@ File::File(File&& o) noexcept
 
 File& File::operator=(File&& o) noexcept {
   if (this != &o) {
-    if (map_) ::munmap(map_, size_);
+    release_storage();
     path_ = std::move(o.path_);
     base_ = std::exchange(o.base_, nullptr);
     size_ = std::exchange(o.size_, 0);
     map_ = std::exchange(o.map_, nullptr);
+    owned_ = std::exchange(o.owned_, nullptr);
     version_ = o.version_;
     alignment_ = o.alignment_;
     kv_ = std::move(o.kv_);
@@ -113,8 +129,15 @@ File& File::operator=(File&& o) noexcept {
   return *this;
 }
 
-File::~File() {
-  if (map_) ::munmap(map_, size_);
+File::~File() { release_storage(); }
+
+void File::release_storage() {
+  if (map_) {
+    forget_mapped_file(map_);
+    ::munmap(map_, size_);
+  }
+  std::free(owned_);
+  map_ = owned_ = nullptr;
 }
 
 const Value* File::find(std::string_view key) const {

@@ -9,6 +9,7 @@
 
 #include "internal.h"
 #include "tern/error.h"
+#include "tern/output_file.h"
 
 namespace tern::gguf {
 namespace {
@@ -37,19 +38,29 @@ void check_range(const std::string& path, const std::string& key, const Value& v
 }  // namespace
 
 Writer::Writer(std::string path, uint64_t alignment)
-    : path_(std::move(path)),
-      tmp_path_(path_ + ".tmp-" + std::to_string(::getpid())),
-      alignment_(alignment) {
+    : path_(std::move(path)), alignment_(alignment) {
   if (!detail::is_pow2(alignment_) || alignment_ > std::numeric_limits<uint32_t>::max())
     throw file_error(path_, "alignment " + std::to_string(alignment_) +
                                 " is not a power of two that fits in u32");
-  fp_ = std::fopen(tmp_path_.c_str(), "wb");
-  if (!fp_) throw file_error(path_, std::string("cannot create: ") + std::strerror(errno));
+  const Temporary t = create_temporary(path_);
+  tmp_path_ = t.path;
+  fp_ = ::fdopen(t.fd, "wb");
+  if (!fp_) {
+    const int err = errno;
+    ::close(t.fd);
+    drop_temporary();
+    throw file_error(path_, std::string("cannot create: ") + std::strerror(err));
+  }
 }
 
 Writer::~Writer() {
   if (fp_) std::fclose(fp_);
-  if (!finished_) ::unlink(tmp_path_.c_str());
+  if (!finished_) drop_temporary();
+}
+
+void Writer::drop_temporary() {
+  ::unlink(tmp_path_.c_str());
+  forget_temporary(tmp_path_);
 }
 
 void Writer::write_bytes(const void* p, size_t n) {
@@ -61,7 +72,7 @@ void Writer::write_bytes(const void* p, size_t n) {
     // that keeps the Writer around should not keep a broken temporary.
     std::fclose(fp_);
     fp_ = nullptr;
-    ::unlink(tmp_path_.c_str());
+    drop_temporary();
     throw file_error(path_, std::string("write failed: ") + std::strerror(err));
   }
 }
@@ -248,14 +259,22 @@ void Writer::finish() {
   if (!err && ::fsync(::fileno(fp)) != 0 && errno != EINVAL) err = errno;
   if (std::fclose(fp) != 0 && !err) err = errno;
   if (err) {
-    ::unlink(tmp_path_.c_str());
+    drop_temporary();
     throw file_error(path_, std::string("write failed: ") + std::strerror(err));
+  }
+  // The target may have appeared while the pack ran; check it again.
+  try {
+    check_output_path(path_);
+  } catch (...) {
+    drop_temporary();
+    throw;
   }
   if (std::rename(tmp_path_.c_str(), path_.c_str()) != 0) {
     err = errno;
-    ::unlink(tmp_path_.c_str());
+    drop_temporary();
     throw file_error(path_, std::string("cannot rename temporary into place: ") + std::strerror(err));
   }
+  forget_temporary(tmp_path_);
   finished_ = true;
 }
 

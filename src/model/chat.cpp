@@ -1,10 +1,9 @@
 #include "tern/chat.h"
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "tern/error.h"
+#include "tern/input_file.h"
 
 namespace tern {
 
@@ -86,12 +85,8 @@ chat::Template choose_template(const std::string& choice, const Tokenizer& tok, 
   } else if (const char* b = chat::builtin_template(choice)) {
     source = b;
     where = "--chat-template " + choice;
-  } else if (std::filesystem::is_regular_file(choice)) {
-    std::ifstream in(choice, std::ios::binary);
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    if (!in && !in.eof()) throw file_error(choice, "cannot read chat template");
-    source = ss.str();
+  } else if (std::filesystem::exists(choice)) {
+    source = read_input_file(choice, uint64_t(1) << 20, "a chat template");
     where = choice;
   } else {
     throw Error("--chat-template '" + choice + "' is neither a built-in template (" + names + ") nor a file");

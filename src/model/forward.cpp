@@ -2,11 +2,14 @@
 // through the active kernel set as GEMV (one token) or GEMM (a batch); rows
 // are handed to the model's threads (ThreadPool) here in chunks, so kernels
 // stay single-threaded.
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 
 #include "tern/error.h"
+#include "tern/input_file.h"
 #include "tern/model.h"
 #include "tern/ops.h"
 #include "tern/quant.h"
@@ -38,8 +41,31 @@ int64_t row_chunk(int64_t rows, int threads) {
 
 void Model::reset(int max_seq, int max_batch) {
   const Config& c = config_;
-  if (max_seq <= 0) max_seq = c.context_length;
+  if (max_seq == kTrainedCtx) max_seq = c.context_length;
+  else if (max_seq <= 0) max_seq = std::min(c.context_length, kDefaultCtx);
   max_batch = std::max(1, std::min(max_batch, max_seq));
+  RunState& s = state_;
+  const uint64_t cache_bytes = uint64_t(c.n_layers) * uint64_t(max_seq) * uint64_t(c.kv_dim()) *
+                               uint64_t(dense_row_bytes(s.k_type, 1) + dense_row_bytes(s.v_type, 1));
+  // calloc would hand out more than the machine has and the kernel would
+  // kill the process mid-reply; say so up front instead.
+  const uint64_t ram = uint64_t(::sysconf(_SC_PHYS_PAGES)) * uint64_t(::sysconf(_SC_PAGESIZE));
+  const std::string what = "a KV cache of " + std::to_string(max_seq) + " positions (" + byte_size(cache_bytes) + ")";
+  if (cache_bytes > ram)
+    throw Error(what + " is more than this machine's " + byte_size(ram) + " of memory; use a smaller context (-c)");
+  try {
+    resize_state(max_seq, max_batch);
+  } catch (const std::bad_alloc&) {
+    const gguf::TensorType kt = s.k_type, vt = s.v_type;
+    s = RunState{};
+    s.k_type = kt;
+    s.v_type = vt;
+    throw Error("out of memory for " + what + " and the batch buffers; use a smaller context (-c)");
+  }
+}
+
+void Model::resize_state(int max_seq, int max_batch) {
+  const Config& c = config_;
   RunState& s = state_;
   // Positions are written before they are read, so buffers of the right
   // sizes need no clearing: load, the command and generate or perplexity

@@ -94,6 +94,8 @@ const float* norm_vector(const gguf::File& f, const std::string& name, int n) {
   const gguf::TensorInfo& t = f.tensor(name, kF32, dims);
   if (reinterpret_cast<uintptr_t>(t.data) % alignof(float) != 0)
     throw file_error(f.path(), "tensor '" + name + "' is not 4-byte aligned");
+  if (const int64_t i = find_nonfinite(t.type, t.data, n); i >= 0)
+    throw file_error(f.path(), "tensor '" + name + "' element " + std::to_string(i) + " is not finite (NaN or infinity)");
   return reinterpret_cast<const float*>(t.data);
 }
 
@@ -127,6 +129,8 @@ std::vector<float> row_scales(const gguf::File& f, const std::string& name,
     row_block_scales(w.type, w.data + r * rb, w.cols, d.data());
     if (stored) {
       const float s = exact.size() == 1 ? exact[0] : exact[size_t(r)];
+      if (!std::isfinite(s))
+        throw file_error(f.path(), key + " row " + std::to_string(r) + " is not finite (" + std::to_string(s) + ")");
       const uint16_t h = f32_to_fp16(s);
       for (int64_t b = 0; b < nb; ++b)
         if (d[size_t(b)] != h && d[size_t(b)] != 0)
@@ -143,6 +147,8 @@ std::vector<float> row_scales(const gguf::File& f, const std::string& name,
                                        " has different block scales; tern needs one scale per row");
       h = d[size_t(b)];
     }
+    if ((h & 0x7c00u) == 0x7c00u)
+      throw file_error(f.path(), "tensor '" + name + "' row " + std::to_string(r) + " has a block scale that is not finite");
     scales[size_t(r)] = fp16_to_f32(h);
   }
   return scales;
@@ -297,6 +303,29 @@ int64_t Model::bytes_per_token() const {
 }
 
 Model::Model(gguf::File f) : file_(std::move(f)) {}
+
+// A NaN embedding row or head row would turn into plausible-looking text,
+// so every row is checked, spread over the pool: the scan runs near
+// memory speed, and the head is read by every token anyway.
+void Model::check_finite(const gguf::File& f, const std::string& name, const FloatMatrix& m) {
+  const int64_t rb = dense_row_bytes(m.type, m.cols);
+  std::vector<int64_t> bad(size_t(pool_->size()), -1);
+  pool_->run([&](int t) {
+    pool_->for_chunks(m.rows, 256, [&](int64_t r0, int64_t r1) {
+      if (bad[size_t(t)] >= 0) return;
+      for (int64_t r = r0; r < r1; ++r)
+        if (find_nonfinite(m.type, static_cast<const uint8_t*>(m.data) + r * rb, m.cols) >= 0) {
+          bad[size_t(t)] = r;
+          return;
+        }
+    });
+  });
+  int64_t first = -1;
+  for (int64_t r : bad)
+    if (r >= 0 && (first < 0 || r < first)) first = r;
+  if (first >= 0)
+    throw file_error(f.path(), "tensor '" + name + "' row " + std::to_string(first) + " holds a value that is not finite (NaN or infinity)");
+}
 Model::~Model() = default;
 
 void Model::set_threads(int threads) {
@@ -305,7 +334,7 @@ void Model::set_threads(int threads) {
 }
 
 std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& opts) {
-  std::unique_ptr<Model> m(new Model(gguf::File::open(path)));
+  std::unique_ptr<Model> m(new Model(gguf::File::open(path, opts.use_mmap)));
   m->pool_ = std::make_unique<ThreadPool>(opts.threads);
   for (gguf::TensorType t : {opts.cache_type_k, opts.cache_type_v})
     if (t != gguf::TensorType::F32 && t != gguf::TensorType::F16 && t != gguf::TensorType::BF16)
@@ -346,7 +375,14 @@ std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
   w.output_norm = norm_vector(f, "output_norm.weight", c.dim);
   c.tied_output = f.find_tensor("output.weight") == nullptr;
   w.output = c.tied_output ? w.token_embd : float_matrix(f, "output.weight", c.vocab_size, c.dim);
-  m->reset(opts.ctx);
+  m->check_finite(f, "token_embd.weight", w.token_embd);
+  if (!c.tied_output) {
+    // An untied embedding is read a row per token: the scan must not leave
+    // all of it resident.
+    f.release(*f.find_tensor("token_embd.weight"));
+    m->check_finite(f, "output.weight", w.output);
+  }
+  if (opts.run_state) m->reset(opts.ctx);
   return m;
 }
 

@@ -1,25 +1,14 @@
 #include "tokenizer/json_util.h"
 
-#include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include "tern/error.h"
+#include "tern/input_file.h"
 
 namespace tern::tok {
 
 Json read_json_file(const std::string& path, size_t max_bytes) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw file_error(path, errno == ENOENT ? "not found" : std::strerror(errno));
-  std::string text;
-  char buf[1 << 16];
-  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
-    text.append(buf, size_t(in.gcount()));
-    if (text.size() > max_bytes)
-      throw file_error(path, "larger than " + std::to_string(max_bytes >> 20) + " MiB");
-  }
-  if (in.bad()) throw file_error(path, "read error");
+  const std::string text = read_input_file(path, max_bytes, "a JSON file");
   Json j = Json::parse(text, nullptr, false);
   if (j.is_discarded()) throw file_error(path, "not valid JSON");
   return j;

@@ -3,12 +3,11 @@
 // its ids are SentencePiece's exactly (normalization rules included).
 #include <sentencepiece_processor.h>
 
-#include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <iterator>
 
 #include "tern/error.h"
+#include "tern/input_file.h"
 #include "tern/tokenizer_spec.h"
 #include "tokenizer/engines.h"
 #include "tokenizer/utf8.h"
@@ -98,11 +97,9 @@ std::vector<int32_t> spm_piece_types(const std::vector<uint8_t>& proto) {
 }
 
 Spec load_sentencepiece(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw file_error(path, errno == ENOENT ? "not found" : std::strerror(errno));
   Spec t;
-  t.spm_model.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  if (t.spm_model.size() > (size_t(256) << 20)) throw file_error(path, "larger than 256 MiB");
+  const std::string bytes = read_input_file(path, uint64_t(256) << 20, "a SentencePiece model");
+  t.spm_model.assign(bytes.begin(), bytes.end());
   auto sp = load_processor(t.spm_model, path);
   const int n = sp->GetPieceSize();
 

@@ -234,12 +234,20 @@ TEST(BadInput, HostileNamesStayOneShortLine) {
 
 TEST(BadInput, DirectoryInsteadOfFile) {
   const auto dir = scratch_dir().string();
-  EXPECT_EQ(open_error(dir), dir + ": is a directory, not a GGUF file");
+  EXPECT_EQ(open_error(dir), dir + ": is a directory, not a regular file");
 }
 
 TEST(BadInput, MissingFile) {
   const auto path = (scratch_dir() / "absent.gguf").string();
-  EXPECT_EQ(open_error(path), path + ": cannot open: No such file or directory");
+  EXPECT_EQ(open_error(path), path + ": not found");
+}
+
+// open(2) on a FIFO blocks until a writer appears; tern must not.
+TEST(BadInput, FifoIsRefusedWithoutBlocking) {
+  const auto path = (scratch_dir() / "pipe.gguf").string();
+  ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);
+  EXPECT_EQ(open_error(path), path + ": is a FIFO, not a regular file");
+  EXPECT_EQ(open_error("/dev/null"), "/dev/null: is a character device, not a regular file");
 }
 
 TEST(BadInput, OpenReportsParseErrorsWithPath) {

@@ -147,7 +147,8 @@ TEST(Writer, CannotCreateInMissingDirectory) {
     Writer w(path);
     FAIL();
   } catch (const tern::Error& e) {
-    EXPECT_EQ(std::string(e.what()), path + ": cannot create: No such file or directory");
+    EXPECT_EQ(std::string(e.what()),
+              path + ": cannot create a temporary in " + (dir / "nope").string() + ": No such file or directory");
   }
 }
 
@@ -191,7 +192,7 @@ TEST(Writer, CannotCreateInUnwritableDirectory) {
     if (msg == "setuid failed") GTEST_SKIP() << "cannot drop privileges";
   }
   fs::permissions(dir, fs::perms::owner_all);
-  EXPECT_EQ(msg, path + ": cannot create: Permission denied");
+  EXPECT_EQ(msg, path + ": cannot create a temporary in " + fs::path(path).parent_path().string() + ": Permission denied");
   EXPECT_TRUE(fs::is_empty(dir));
 }
 

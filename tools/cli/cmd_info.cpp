@@ -8,6 +8,7 @@
 #include "tern/error.h"
 #include "tern/gguf.h"
 #include "tern/kernels.h"
+#include "tern/printable.h"
 #include "tern/quant.h"
 
 namespace tern::cli {
@@ -18,15 +19,16 @@ const char* act_name(ActMode m) { return m == ActMode::Int8 ? "int8 (per-token a
 void run_info(const std::string& path, const std::string& kernel) {
   LoadOptions lo;
   lo.kernel = kernel_choice(kernel);
+  lo.run_state = false;  // a description of the file runs nothing
   std::unique_ptr<Model> model = Model::load(path, lo);
   const gguf::File& f = model->file();
   const Config& c = model->config();
-  std::printf("file:            %s (GGUF v%u, %.2f MiB)\n", path.c_str(), f.version(),
+  std::printf("file:            %s (GGUF v%u, %.2f MiB)\n", printable(path).c_str(), f.version(),
               double(f.file_size()) / (1 << 20));
   if (const gguf::Value* v = f.find("general.name"))
-    std::printf("name:            %s\n", v->as_string("general.name").c_str());
+    std::printf("name:            %s\n", printable(v->as_string("general.name")).c_str());
   std::printf("architecture:    %s (family: %s; %s, RoPE on %s%s%s)\n",
-              std::string(c.family->gguf_arch).c_str(), std::string(c.family->name).c_str(),
+              printable(c.family->gguf_arch).c_str(), printable(c.family->name).c_str(),
               c.ffn_act == FfnAct::SiLU ? "SwiGLU" : "relu2 GLU",
               c.rope == RopeStyle::Pairs ? "adjacent pairs" : "halves",
               c.sub_norms ? ", sub-norms" : "",
@@ -38,11 +40,11 @@ void run_info(const std::string& path, const std::string& kernel) {
               c.tied_output ? "tied to token_embd" : "separate");
   std::printf("activation mode: %s\n", act_name(c.act_mode));
   if (const gguf::Value* v = f.find("tern.scale_rule"))
-    std::printf("scale rule:      %s\n", v->as_string("tern.scale_rule").c_str());
+    std::printf("scale rule:      %s\n", printable(v->as_string("tern.scale_rule")).c_str());
   {
     const Tokenizer tok(f);
     std::printf("tokenizer:       %s, %d tokens, BOS %s, %zu end-of-generation id%s, chat template %s\n",
-                tok.kind().c_str(), tok.vocab_size(), tok.adds_bos() ? "added" : "not added", tok.eog_ids().size(),
+                printable(tok.kind()).c_str(), tok.vocab_size(), tok.adds_bos() ? "added" : "not added", tok.eog_ids().size(),
                 tok.eog_ids().size() == 1 ? "" : "s", tok.chat_template().empty() ? "none" : "present");
     print_notes(tok, path);
   }
@@ -50,7 +52,7 @@ void run_info(const std::string& path, const std::string& kernel) {
   uint64_t tern_w = 0, tern_b = 0, all_w = 0, all_b = 0;
   std::printf("\n%-28s %-6s %-16s %12s\n", "tensor", "type", "shape", "bytes");
   for (const gguf::TensorInfo& t : f.tensors()) {
-    std::printf("%-28s %-6s %-16s %12llu\n", t.name.c_str(), gguf::traits(t.type).name,
+    std::printf("%-28s %-6s %-16s %12llu\n", printable(t.name).c_str(), gguf::traits(t.type).name,
                 t.shape_string().c_str(), static_cast<unsigned long long>(t.nbytes));
     all_w += t.n_elements();
     all_b += t.nbytes;

@@ -1,9 +1,8 @@
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 
 #include "cli/commands.h"
 #include "tern/error.h"
+#include "tern/input_file.h"
 #include "tern/generate.h"
 #include "tern/kernels.h"
 
@@ -16,19 +15,10 @@ struct PerplexityOptions {
   int chunks = -1;
 };
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw file_error(path, "cannot open text file");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) throw file_error(path, "read error");
-  return ss.str();
-}
-
 void run_perplexity(PerplexityOptions o) {
-  const std::string text = read_text(o.text_file);
+  const std::string text = read_input_file(o.text_file, kMaxTextBytes, "a text file");
   std::unique_ptr<Model> model = open_model(o.run);
-  const int ctx = o.run.ctx > 0 ? o.run.ctx : model->config().context_length;
+  const int ctx = model->max_seq();
   Tokenizer tok(model->file());
   print_notes(tok, model->file().path());
   // As llama-perplexity: special-token text in the file stays text.
@@ -60,7 +50,7 @@ void add_perplexity(CLI::App& app) {
   add_run_options(*cmd, o->run);
   cmd->add_option("-f,--file", o->text_file, "text file")->required();
   cmd->add_option("--chunks", o->chunks, "evaluate at most K chunks (default: all)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(1, 1 << 30));
   cmd->callback([o] { run_perplexity(*o); });
 }
 

@@ -1,12 +1,14 @@
 // tern tokenize: llama-tokenize's flags and output, for any model file.
+#include <unistd.h>
+
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <iterator>
-#include <sstream>
 
 #include "cli/commands.h"
 #include "tern/error.h"
+#include "tern/input_file.h"
+#include "tern/printable.h"
 
 namespace tern::cli {
 namespace {
@@ -49,11 +51,15 @@ std::string process_escapes(const std::string& s) {
   return out;
 }
 
-std::string read_all(std::istream& in, const std::string& what) {
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) throw file_error(what, "read error");
-  return ss.str();
+std::string read_stdin() {
+  std::string text;
+  char buf[1 << 16];
+  while (std::cin.read(buf, sizeof buf) || std::cin.gcount() > 0) {
+    text.append(buf, size_t(std::cin.gcount()));
+    if (text.size() > kMaxTextBytes) throw file_error("<stdin>", "over the " + byte_size(kMaxTextBytes) + " limit for a text");
+  }
+  if (std::cin.bad()) throw file_error("<stdin>", "read error");
+  return text;
 }
 
 void run_tokenize(const TokenizeOptions& o) {
@@ -61,11 +67,9 @@ void run_tokenize(const TokenizeOptions& o) {
   if (sources != 1) throw Error("tokenize: give exactly one of -p, -f and --stdin");
   std::string text = o.prompt;
   if (!o.file.empty()) {
-    std::ifstream in(o.file, std::ios::binary);
-    if (!in) throw file_error(o.file, "cannot open text file");
-    text = read_all(in, o.file);
+    text = read_input_file(o.file, kMaxTextBytes, "a text file");
   } else if (o.from_stdin) {
-    text = read_all(std::cin, "<stdin>");
+    text = read_stdin();
   }
   if (!o.no_escape) text = process_escapes(text);
 
@@ -84,10 +88,14 @@ void run_tokenize(const TokenizeOptions& o) {
     for (size_t i = 0; i < ids.size(); ++i) out += (i ? ", " : "") + std::to_string(ids[i]);
     out += "]\n";
   } else {
+    // Pieces are llama-tokenize's bytes when piped; on a terminal a
+    // vocabulary's escape sequences are shown, not obeyed.
+    const bool terminal = ::isatty(STDOUT_FILENO);
     char num[16];
     for (int32_t id : ids) {
       std::snprintf(num, sizeof num, "%6d", id);
-      out += std::string(num) + " -> '" + tok.token_piece(id) + "'\n";
+      const std::string piece = tok.token_piece(id);
+      out += std::string(num) + " -> '" + (terminal ? printable(piece, true) : piece) + "'\n";
     }
   }
   if (o.show_count) out += "Total number of tokens: " + std::to_string(ids.size()) + "\n";

@@ -11,13 +11,18 @@
 
 namespace tern::cli {
 
+// Texts read whole (perplexity -f, tokenize -f and --stdin): WikiText-103's
+// test set is 1.3 MB, so 1 GiB is only there to stop /dev/zero-like inputs.
+inline constexpr uint64_t kMaxTextBytes = uint64_t(1) << 30;
+
 // Flags every model-running command shares.
 struct RunOptions {
   std::string model;
   int threads = 0;      // 0: all cores
   std::string kernel;   // empty: best available (or TERN_KERNEL)
-  int ctx = 0;          // 0: the model's trained context
+  int ctx = -1;         // -c; -1: not given (the trained context, at most 4096); 0: the trained context
   std::string cache_type_k = "f32", cache_type_v = "f32";  // -ctk, -ctv
+  bool no_mmap = false;
 };
 
 // Adds -m, -t, --kernel, -c, -ctk and -ctv to a subcommand.

@@ -7,6 +7,7 @@
 #include "cli/commands.h"
 #include "tern/error.h"
 #include "tern/kernels.h"
+#include "tern/printable.h"
 
 namespace tern::cli {
 
@@ -20,8 +21,10 @@ void add_run_options(CLI::App& cmd, RunOptions& o) {
   cmd.add_option("-t,--threads", o.threads, "threads (default: all cores)")
       ->check(CLI::Range(1, 1024));
   cmd.add_option("--kernel", o.kernel, "force a kernel set (see 'tern kernels')");
-  cmd.add_option("-c,--ctx", o.ctx, "context size in tokens (default: the model's)")
-      ->check(CLI::Range(1, 1 << 24));
+  cmd.add_option("-c,--ctx-size,--ctx", o.ctx,
+                 "context size in tokens; 0 is the model's trained context (default: that, at most 4096)")
+      ->check(CLI::Range(0, 1 << 24));
+  cmd.add_flag("--no-mmap", o.no_mmap, "read the model into memory instead of mapping it");
   const std::vector<std::string> cache_types{"f32", "f16", "bf16"};
   cmd.add_option("--cache-type-k", o.cache_type_k, "KV cache type for K (also -ctk): f32 (default), f16, bf16")
       ->check(CLI::IsMember(cache_types, CLI::ignore_case));
@@ -56,10 +59,16 @@ std::unique_ptr<Model> open_model(const RunOptions& o) {
   LoadOptions lo;
   lo.kernel = kernel_choice(o.kernel);
   lo.threads = o.threads;
-  lo.ctx = o.ctx;
+  lo.use_mmap = !o.no_mmap;
+  lo.ctx = o.ctx < 0 ? 0 : o.ctx == 0 ? kTrainedCtx : o.ctx;
   lo.cache_type_k = cache_type(o.cache_type_k);
   lo.cache_type_v = cache_type(o.cache_type_v);
-  return Model::load(path, lo);
+  std::unique_ptr<Model> m = Model::load(path, lo);
+  // As llama.cpp: allowed, but positions past training are extrapolation.
+  if (o.ctx > m->config().context_length)
+    std::fprintf(stderr, "warning: -c %d is more than the %d positions %s was trained on\n", o.ctx,
+                 m->config().context_length, path.c_str());
+  return m;
 }
 
 void add_sampling_options(CLI::App& cmd, SamplingOptions& o) {
@@ -82,7 +91,7 @@ SamplerParams sampler_params(const SamplingOptions& o) {
 }
 
 void print_notes(const Tokenizer& tok, const std::string& path) {
-  for (const std::string& n : tok.notes()) std::fprintf(stderr, "tern: %s: %s\n", path.c_str(), n.c_str());
+  for (const std::string& n : tok.notes()) std::fprintf(stderr, "tern: %s: %s\n", printable(path).c_str(), printable(n).c_str());
 }
 
 }  // namespace tern::cli

@@ -2,11 +2,18 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <new>
 
 #include "cli/commands.h"
 #include "tern/error.h"
+#include "tern/mapped_files.h"
+#include "tern/output_file.h"
+#include "tern/printable.h"
 
 int main(int argc, char** argv) {
+  // An interrupted pack removes its temporary (tern/output_file.h).
+  tern::remove_temporaries_on_signals();
+  tern::report_bus_errors_on_mapped_files();
   CLI::App app{"tern: ternary LLM inference on CPUs"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "tern 0.1.0");
@@ -37,15 +44,19 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     // One line, like every other tern error; --help has the details.
-    std::fprintf(stderr, "tern: %s\n", e.what());
+    std::fprintf(stderr, "tern: %s\n", tern::printable(e.what()).c_str());
     return 2;
   } catch (const tern::Error& e) {
     std::fflush(stdout);
-    std::fprintf(stderr, "tern: error: %s\n", e.what());
+    std::fprintf(stderr, "tern: error: %s\n", tern::printable(e.what()).c_str());
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "tern: error: out of memory\n");
     return 1;
   } catch (const std::exception& e) {
     std::fflush(stdout);
-    std::fprintf(stderr, "tern: error: %s\n", e.what());
+    std::fprintf(stderr, "tern: error: %s\n", tern::printable(e.what()).c_str());
     return 1;
   }
   return 0;

@@ -1,12 +1,10 @@
 #include "pack/hf_config.h"
 
-#include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "tern/error.h"
+#include "tern/input_file.h"
 
 namespace tern::pack {
 
@@ -69,13 +67,10 @@ struct Reader {
 }  // namespace
 
 HfConfig load_config(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw file_error(path, errno == ENOENT ? "not found" : std::strerror(errno));
-  std::stringstream ss;
-  ss << in.rdbuf();
+  const std::string text = read_input_file(path, uint64_t(16) << 20, "a config.json");
   json j;
   try {
-    j = json::parse(ss.str());
+    j = json::parse(text);
   } catch (const json::exception& e) {
     throw file_error(path, std::string("invalid JSON: ") + e.what());
   }

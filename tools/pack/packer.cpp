@@ -69,6 +69,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <vector>
 
 #include "pack/plan.h"
@@ -170,12 +171,28 @@ class Eta {
 
 uint64_t source_bytes(const PlanTensor& t) { return t.src->nbytes; }
 
+// "-o CKPT/model.safetensors" would rename the new file over the source
+// once the pack ends. Compared by inode, so hard links and other spellings
+// of the same path are caught, before any work is done.
+void check_not_an_input(const std::string& out, const std::string& input_dir) {
+  struct stat o {};
+  if (::stat(out.c_str(), &o) != 0) return;  // absent: nothing to destroy
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(input_dir, ec)) {
+    struct stat i {};
+    if (::stat(e.path().c_str(), &i) == 0 && i.st_dev == o.st_dev && i.st_ino == o.st_ino)
+      throw file_error(out, "is " + e.path().string() + ", one of the pack's inputs; choose another output");
+  }
+}
+
 }  // namespace
 
 PackReport pack_checkpoint(const PackOptions& o) {
+  check_not_an_input(o.output_path, o.input_dir);
   PackInputs in = load_inputs(o);
-  // Opening the writer first fails fast on an unwritable destination; its
-  // destructor removes the temporary if anything below throws.
+  // Opening the writer first fails fast on an unwritable destination or one
+  // that is not a regular file; its destructor removes the temporary if
+  // anything below throws.
   gguf::Writer w(o.output_path);
 
   uint64_t total = 0;

@@ -236,6 +236,12 @@ void for_each_chunk(const PackInputs& in, const PlanTensor& t,
   for (uint64_t r0 = 0; r0 < t.rows; r0 += step) {
     const uint64_t n = std::min(step, t.rows - r0);
     const std::vector<float> v = in.ckpt.read_f32(*t.src, r0 * t.cols, n * t.cols);
+    // A NaN norm or embedding row would pack and then print plausible
+    // text; every float tensor passes through here on its way out.
+    for (uint64_t i = 0; i < v.size(); ++i)
+      if (!std::isfinite(v[i]))
+        throw file_error(t.src->file->path(), "tensor '" + t.src_name + "' row " + std::to_string(r0 + i / t.cols) +
+                                                  " has a non-finite value");
     fn(r0, v);
   }
 }

@@ -8,10 +8,10 @@
 #include <bit>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "tern/error.h"
+#include "tern/input_file.h"
 #include "tern/quant.h"
 
 namespace tern::pack {
@@ -63,12 +63,9 @@ std::string StTensor::shape_string() const {
 std::unique_ptr<SafetensorsFile> SafetensorsFile::open(const std::string& path) {
   std::unique_ptr<SafetensorsFile> f(new SafetensorsFile());
   f->path_ = path;
-  f->fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (f->fd_ < 0) throw file_error(path, "cannot open: " + errno_text());
-  struct stat st {};
-  if (fstat(f->fd_, &st) != 0) throw file_error(path, "cannot stat: " + errno_text());
-  if (!S_ISREG(st.st_mode)) throw file_error(path, "not a regular file");
-  f->size_ = static_cast<uint64_t>(st.st_size);
+  const InputFile in = open_input_file(path);
+  f->fd_ = in.fd;
+  f->size_ = in.size;
   f->parse_header();
   return f;
 }
@@ -215,11 +212,10 @@ Checkpoint Checkpoint::open(const std::string& dir) {
     c.files_.push_back(SafetensorsFile::open(single));
   } else if (::stat(index.c_str(), &st) == 0) {
     c.label_ = index;
-    std::ifstream in(index, std::ios::binary);
-    if (!in) throw file_error(index, "cannot open: " + errno_text());
+    const std::string text = read_input_file(index, uint64_t(64) << 20, "a safetensors index");
     json j;
     try {
-      j = json::parse(in);
+      j = json::parse(text);
     } catch (const json::exception& e) {
       throw file_error(index, std::string("invalid JSON: ") + e.what());
     }

@@ -1,0 +1,108 @@
+#include "tern/output_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "tern/error.h"
+
+namespace tern {
+namespace {
+
+// Paths a signal handler may unlink: fixed slots of strdup'd strings, read
+// with lock-free atomics, because a handler can neither lock nor allocate.
+constexpr int kSlots = 16;
+std::atomic<char*> g_temporaries[kSlots];
+static_assert(std::atomic<char*>::is_always_lock_free);
+
+void register_temporary(const std::string& path) {
+  char* copy = ::strdup(path.c_str());
+  if (!copy) throw std::bad_alloc();
+  for (auto& slot : g_temporaries) {
+    char* expected = nullptr;
+    if (slot.compare_exchange_strong(expected, copy)) return;
+  }
+  std::free(copy);  // more than kSlots open outputs: this one is not cleaned on a signal
+}
+
+extern "C" void on_fatal_signal(int sig) {
+  for (auto& slot : g_temporaries)
+    if (char* p = slot.load()) ::unlink(p);
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);
+}
+
+std::string directory_of(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+}  // namespace
+
+void check_output_path(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return;
+    throw file_error(path, std::string("cannot check the output path: ") + std::strerror(errno));
+  }
+  if (S_ISREG(st.st_mode)) return;
+  const char* kind = S_ISLNK(st.st_mode)   ? "a symbolic link (the output would replace the link; give the file it points to)"
+                     : S_ISDIR(st.st_mode) ? "a directory"
+                     : S_ISFIFO(st.st_mode) ? "a FIFO"
+                     : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device"
+                                                                    : "not a regular file";
+  throw file_error(path, std::string("output exists and is ") + kind);
+}
+
+Temporary create_temporary(const std::string& target) {
+  check_output_path(target);
+  std::string name = target + ".tmp-XXXXXX";
+  std::vector<char> buf(name.begin(), name.end());
+  buf.push_back('\0');
+  const int fd = ::mkostemp(buf.data(), O_CLOEXEC);
+  if (fd < 0)
+    throw file_error(target, "cannot create a temporary in " + directory_of(target) + ": " + std::strerror(errno));
+  // mkstemp makes 0600; a packed model should be as readable as a file
+  // made by open(O_CREAT, 0666) under this process's umask.
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
+  ::fchmod(fd, 0666 & ~mask);
+  Temporary t{fd, std::string(buf.data())};
+  try {
+    register_temporary(t.path);
+  } catch (...) {
+    ::close(fd);
+    ::unlink(t.path.c_str());
+    throw;
+  }
+  return t;
+}
+
+void forget_temporary(const std::string& temporary_path) {
+  for (auto& slot : g_temporaries) {
+    char* p = slot.load();
+    if (p && temporary_path == p && slot.compare_exchange_strong(p, nullptr)) {
+      std::free(p);
+      return;
+    }
+  }
+}
+
+void remove_temporaries_on_signals() {
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGXFSZ}) {
+    struct sigaction sa {};
+    sa.sa_handler = on_fatal_signal;
+    sigemptyset(&sa.sa_mask);
+    ::sigaction(sig, &sa, nullptr);
+  }
+}
+
+}  // namespace tern

@@ -1,0 +1,51 @@
+#include <algorithm>
+#include <cstring>
+
+#include "tern/error.h"
+#include "tern/quant.h"
+
+namespace tern {
+namespace {
+
+// All-ones exponent: infinity or NaN. Blocks of 64 are tested with an OR of
+// flags so the loop has no early exit the vectorizer would refuse.
+template <class U, U kExp>
+int64_t first_all_ones_exponent(const uint8_t* data, int64_t n) {
+  constexpr int64_t kBlock = 64;
+  for (int64_t i0 = 0; i0 < n; i0 += kBlock) {
+    const int64_t m = std::min(kBlock, n - i0);
+    U v[kBlock];
+    std::memcpy(v, data + i0 * int64_t(sizeof(U)), size_t(m) * sizeof(U));
+    bool any = false;
+    for (int64_t i = 0; i < m; ++i) any |= (v[i] & kExp) == kExp;
+    if (!any) continue;
+    for (int64_t i = 0; i < m; ++i)
+      if ((v[i] & kExp) == kExp) return i0 + i;
+  }
+  return -1;
+}
+
+}  // namespace
+
+int64_t find_nonfinite(gguf::TensorType t, const uint8_t* data, int64_t n) {
+  using gguf::TensorType;
+  switch (t) {
+    case TensorType::F32:
+      return first_all_ones_exponent<uint32_t, 0x7f800000u>(data, n);
+    case TensorType::F16:
+      return first_all_ones_exponent<uint16_t, 0x7c00u>(data, n);
+    case TensorType::BF16:
+      return first_all_ones_exponent<uint16_t, 0x7f80u>(data, n);
+    case TensorType::Q8_0:
+      for (int64_t b = 0; b < n / QK8_0; ++b) {
+        uint16_t d;
+        std::memcpy(&d, data + b * int64_t(sizeof(BlockQ8_0)), sizeof d);
+        if ((d & 0x7c00u) == 0x7c00u) return b * QK8_0;
+      }
+      return -1;
+    default:
+      throw Error(std::string("find_nonfinite: ") + gguf::traits(t).name + " is not a float type");
+  }
+}
+
+}  // namespace tern
