@@ -138,6 +138,25 @@ TEST(Ops, Int8QuantizationOfZerosIsFinite) {
   for (int8_t v : q) EXPECT_EQ(v, 0);
 }
 
+// An overflowed activation (inf, or NaN from inf - inf) must not reach a
+// float-to-int cast: that is undefined, and the sanitizer job builds with
+// -fsanitize=float-cast-overflow to catch it. The result is defined: the
+// NaN and whatever inf scales to land on the int8 bounds.
+TEST(Ops, Int8QuantizationOfNanAndInfIsDefined) {
+  const float nan = std::nanf(""), inf = INFINITY;
+  std::vector<float> x{1.0f, nan, -2.0f, 3.0f};
+  std::vector<int8_t> q(x.size());
+  tern::ops::quantize_int8(x.data(), q.data(), int(x.size()));
+  EXPECT_EQ(q[0], 42);
+  EXPECT_EQ(q[1], -128);
+  EXPECT_EQ(q[3], 127);
+  std::vector<float> y{inf, 1.0f, -inf};
+  std::vector<int8_t> r(y.size());
+  tern::ops::quantize_int8(y.data(), r.data(), int(y.size()));
+  // amax inf: the scale is 0, so inf * 0 is NaN again and 1 * 0 is 0.
+  EXPECT_EQ(r, (std::vector<int8_t>{-128, 0, -128}));
+}
+
 }  // namespace
 
 TEST(Ops, DotMatchesDoubleOnAnyLength) {
