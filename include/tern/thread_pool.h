@@ -15,6 +15,7 @@
 #include <exception>
 #include <functional>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -30,8 +31,14 @@ class ThreadPool {
   ThreadPool& operator=(const ThreadPool&) = delete;
 
   int size() const { return n_; }
-  // CPUs this process may run on (its affinity mask): the default size.
+  // CPUs this process may use: its affinity mask (taskset, cpusets), cut to
+  // the CPU quota of its cgroup (docker --cpus, systemd CPUQuota=), rounded
+  // up. The default size, so a default run never starts more busy threads
+  // than it is given cores.
   static int available_cpus();
+  // The cgroup part: CPUs a cgroup v2 "cpu.max" text ("max 100000",
+  // "150000 100000") allows, rounded up; 0 when it sets no limit.
+  static int quota_cpus(const std::string& cpu_max);
 
   // Calls job(t) once on every thread t in [0, size()), the caller being
   // t = 0, and returns when all calls have returned. If calls throw, the

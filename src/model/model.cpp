@@ -6,6 +6,7 @@
 #include <array>
 #include <tuple>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <exception>
 
@@ -63,14 +64,22 @@ Config read_config(const gguf::File& f) {
     throw file_error(f.path(), "head dimension " + std::to_string(c.head_dim) +
                                    " does not fit embedding_length " + std::to_string(c.dim) +
                                    " with " + std::to_string(c.n_heads) + " heads");
-  if (!(c.rope_theta > 0) || !(c.norm_eps > 0))
-    throw file_error(f.path(), "rope.freq_base and layer_norm_rms_epsilon must be positive");
+  if (!(c.rope_theta > 0) || !(c.norm_eps > 0) || !std::isfinite(c.rope_theta) || !std::isfinite(c.norm_eps))
+    throw file_error(f.path(), "rope.freq_base and layer_norm_rms_epsilon must be positive and finite (they are " +
+                                   std::to_string(c.rope_theta) + " and " + std::to_string(c.norm_eps) + ")");
+  // A block_count below the file's layers would silently drop the rest.
+  for (const gguf::TensorInfo& t : f.tensors()) {
+    int layer = -1;
+    if (std::sscanf(t.name.c_str(), "blk.%d.", &layer) == 1 && layer >= c.n_layers)
+      throw file_error(f.path(), "tensor '" + t.name + "' is past block_count " +
+                                     std::to_string(c.n_layers));
+  }
   c.ffn_act = c.family->ffn_act;
   c.rope = c.family->rope;
   c.sub_norms = c.family->has_sub_norms();
   if (const gguf::Value* eps = f.find("tern.linear_norm_eps")) {
     c.linear_norm_eps = float(eps->as_float("tern.linear_norm_eps"));
-    if (!(c.linear_norm_eps > 0))
+    if (!(c.linear_norm_eps > 0) || !std::isfinite(c.linear_norm_eps))
       throw file_error(f.path(), "tern.linear_norm_eps must be positive");
   }
   const gguf::Value* mode = f.find("tern.activation_mode");

@@ -2,6 +2,9 @@
 
 #include <sched.h>
 
+#include <algorithm>
+#include <cstdio>
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #endif
@@ -35,11 +38,26 @@ void wait_while(const std::atomic<uint32_t>& word, uint32_t old) {
 
 }  // namespace
 
+int ThreadPool::quota_cpus(const std::string& cpu_max) {
+  long long quota = 0, period = 0;
+  if (std::sscanf(cpu_max.c_str(), "%lld %lld", &quota, &period) != 2 || quota <= 0 || period <= 0) return 0;
+  return int(std::max<long long>(1, (quota + period - 1) / period));
+}
+
 int ThreadPool::available_cpus() {
+  int n = 0;
   cpu_set_t set;
-  if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
-  const unsigned n = std::thread::hardware_concurrency();
-  return n > 0 ? int(n) : 1;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0) n = CPU_COUNT(&set);
+  if (n == 0) n = std::max(1, int(std::thread::hardware_concurrency()));
+  // cgroup v2 at the usual mount; a process in a nested cgroup sees its own
+  // cgroup's file there when the namespace is private (containers).
+  if (std::FILE* f = std::fopen("/sys/fs/cgroup/cpu.max", "r")) {
+    char buf[64] = {};
+    const bool got = std::fgets(buf, sizeof buf, f) != nullptr;
+    std::fclose(f);
+    if (const int q = got ? quota_cpus(buf) : 0; q > 0) n = std::min(n, q);
+  }
+  return n;
 }
 
 ThreadPool::ThreadPool(int threads) : n_(threads > 0 ? threads : available_cpus()) {

@@ -95,6 +95,18 @@ TEST_F(Hostile, FifoInsideCheckpointIsRefused) {
   }
 }
 
+// Whole-file reads have limits; the error names the file, its size and the
+// limit (a 17 MiB config.json against 16 MiB).
+TEST_F(Hostile, OversizedInputNamesItsLimit) {
+  const fs::path ck = checkpoint_copy("ck");
+  {
+    std::ofstream cfg(ck / "config.json", std::ios::app);
+    cfg << std::string(17u << 20, ' ');
+  }
+  expect_error(cli("pack " + quote(ck.string()) + " -o " + quote((dir_ / "o.gguf").string())),
+               (ck / "config.json").string() + ": 17.0 MiB, over the 16 MiB limit for a config.json");
+}
+
 // --- 2. The KV cache follows -c, not the file -----------------------------
 
 class HugeContext : public Hostile {
@@ -347,6 +359,75 @@ TEST_F(Hostile, EscapesInMetadataAreShownNotObeyed) {
   auto e = cli("info " + quote(arch), "arch");
   expect_error(e, "unsupported architecture");
   EXPECT_EQ(e.err.find('\x1b'), std::string::npos) << e.err;
+}
+
+}  // namespace
+
+// --- 8. Quiet validation gaps ----------------------------------------------
+
+namespace {
+
+class Gaps : public Hostile {
+ protected:
+  // The tiny model with one metadata key replaced.
+  std::string with_key(const std::string& name, const std::string& key, tern::gguf::Value v, bool arch_key = true) {
+    const tern::gguf::File f = tern::gguf::File::open(tiny_model());
+    const std::string arch = f.get("general.architecture").as_string("general.architecture");
+    const std::string out = (dir_ / (name + ".gguf")).string();
+    tern::test::rewrite_file(tiny_model(), out, {}, [](auto&&...) {}, tern::test::TernKeys::Keep,
+                             {{arch_key ? arch + "." + key : key, std::move(v)}});
+    return out;
+  }
+};
+
+TEST_F(Gaps, NanSamplingFlagsAreRefused) {
+  const std::string run = "generate -m " + quote(tiny_model()) + " -p x -n 2 ";
+  expect_error(cli(run + "--temp nan", "temp"), "--temp: 'nan' is not a finite number");
+  expect_error(cli(run + "--temp inf", "tinf"), "--temp: 'inf' is not a finite number");
+  expect_error(cli(run + "--top-p nan", "topp"), "--top-p: 'nan' is not a finite number from 0 to 1");
+}
+
+TEST_F(Gaps, ZeroChunksIsAnErrorNotNan) {
+  const std::string text = (dir_ / "t.txt").string();
+  std::ofstream(text) << "In the beginning God created the heaven and the earth.";
+  expect_error(cli("perplexity -m " + quote(tiny_model()) + " -f " + quote(text) + " --chunks 0"), "--chunks");
+}
+
+TEST_F(Gaps, BenchPastTheContextPrintsNoTable) {
+  auto r = cli("bench -m " + quote(tiny_model()) + " -p 0 -n 200 -r 1");
+  expect_error(r, "a bench test needs 200 positions; the model's context is 128");
+  EXPECT_EQ(r.out, "");
+}
+
+TEST_F(Gaps, InfiniteRopeThetaOrEpsIsRefused) {
+  expect_error(cli("info " + quote(with_key("rope", "rope.freq_base", tern::gguf::Value::f32(INFINITY))), "rope"),
+               "must be positive and finite");
+  expect_error(cli("info " + quote(with_key("eps", "attention.layer_norm_rms_epsilon", tern::gguf::Value::f32(NAN))), "eps"),
+               "must be positive and finite");
+}
+
+TEST_F(Gaps, BlockCountBelowTheLayersIsRefused) {
+  expect_error(cli("info " + quote(with_key("blocks", "block_count", tern::gguf::Value::u32(1)))),
+               "tensor 'blk.1.");
+}
+
+TEST_F(Gaps, HugeTokenIdsAreRefusedNotWrapped) {
+  const std::string bos = with_key("bos", "tokenizer.ggml.bos_token_id", tern::gguf::Value::u32(0x80000000u), false);
+  expect_error(cli("generate -m " + quote(bos) + " -p x -n 1"), "tokenizer.ggml.bos_token_id = 2147483648 is out of range");
+  const fs::path ck = checkpoint_copy("ck");
+  auto cfg = nlohmann::json::parse(slurp(ck / "config.json"));
+  cfg["eos_token_id"] = 2147483648LL;
+  std::ofstream(ck / "config.json") << cfg.dump();
+  expect_error(cli("pack " + quote(ck.string()) + " -o " + quote((dir_ / "o.gguf").string()), "pack"),
+               "'eos_token_id' must be a token id");
+}
+
+TEST_F(Gaps, ADirectoryAsTokenizerNamesIt) {
+  const fs::path ck = checkpoint_copy("ck");
+  fs::remove(ck / "tokenizer.model");
+  fs::create_directory(ck / "tokenizer.model");
+  expect_error(cli("pack " + quote(ck.string()) + " -o " + quote((dir_ / "o.gguf").string())),
+               (ck / "tokenizer.model").string() + ": is a directory");
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 // model's output does not depend on the number of threads. CI also runs this
 // file under ThreadSanitizer (.ci/run, TERN_TSAN).
 #include <gtest/gtest.h>
+#include <sched.h>
 
 #include <atomic>
 #include <chrono>
@@ -31,6 +32,32 @@ TEST(ThreadPool, DefaultIsTheAvailableCpus) {
   tern::ThreadPool pool;
   EXPECT_EQ(pool.size(), tern::ThreadPool::available_cpus());
   EXPECT_GE(pool.size(), 1);
+}
+
+// A container given 1.5 CPUs gets 2 threads, not one per host core; "max"
+// is no limit. The affinity mask is the other bound (taskset below).
+TEST(ThreadPool, CgroupQuotaBoundsTheDefault) {
+  EXPECT_EQ(tern::ThreadPool::quota_cpus("max 100000\n"), 0);
+  EXPECT_EQ(tern::ThreadPool::quota_cpus("150000 100000\n"), 2);
+  EXPECT_EQ(tern::ThreadPool::quota_cpus("100000 100000"), 1);
+  EXPECT_EQ(tern::ThreadPool::quota_cpus("5000 100000"), 1);
+  EXPECT_EQ(tern::ThreadPool::quota_cpus("garbage"), 0);
+}
+
+TEST(ThreadPool, AffinityMaskBoundsTheDefault) {
+  cpu_set_t old;
+  ASSERT_EQ(sched_getaffinity(0, sizeof old, &old), 0);
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &old)) {
+      CPU_SET(c, &one);
+      break;
+    }
+  ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0);
+  const int n = tern::ThreadPool::available_cpus();
+  sched_setaffinity(0, sizeof old, &old);
+  EXPECT_EQ(n, 1);
 }
 
 TEST(ThreadPool, ChunksCoverEveryItemOnce) {

@@ -64,6 +64,31 @@ void edit_header(const std::string& path, const std::function<void(json&)>& edit
   write_bytes(path, out);
 }
 
+// Removes a tensor with its bytes, moving the later ones down, so the file
+// stays fully indexed as the format requires.
+void drop_tensor(const std::string& path, const std::string& name) {
+  auto b = read_bytes(path);
+  uint64_t n = 0;
+  std::memcpy(&n, b.data(), 8);
+  json h = json::parse(std::string(b.begin() + 8, b.begin() + 8 + static_cast<long>(n)));
+  const uint64_t begin = h[name]["data_offsets"][0], end = h[name]["data_offsets"][1];
+  h.erase(name);
+  for (auto& [k, v] : h.items()) {
+    if (k == "__metadata__" || v["data_offsets"][0].get<uint64_t>() < end) continue;
+    v["data_offsets"][0] = v["data_offsets"][0].get<uint64_t>() - (end - begin);
+    v["data_offsets"][1] = v["data_offsets"][1].get<uint64_t>() - (end - begin);
+  }
+  std::vector<uint8_t> data(b.begin() + 8 + static_cast<long>(n), b.end());
+  data.erase(data.begin() + static_cast<long>(begin), data.begin() + static_cast<long>(end));
+  const std::string text = h.dump();
+  std::vector<uint8_t> out(8);
+  const uint64_t m = text.size();
+  std::memcpy(out.data(), &m, 8);
+  out.insert(out.end(), text.begin(), text.end());
+  out.insert(out.end(), data.begin(), data.end());
+  write_bytes(path, out);
+}
+
 void edit_config(const std::string& ckpt, const std::function<void(json&)>& edit) {
   json c = json::parse(read_text(ckpt + "/config.json"));
   edit(c);
@@ -171,8 +196,7 @@ TEST(PackerErrors, ShapeMismatchWithConfig) {
 
 TEST(PackerErrors, MissingTensor) {
   Fixture f = setup();
-  edit_header(f.ckpt + "/model.safetensors",
-              [](json& h) { h.erase("model.layers.1.mlp.up_proj.weight"); });
+  drop_tensor(f.ckpt + "/model.safetensors", "model.layers.1.mlp.up_proj.weight");
   expect_pack_error(f, "model.safetensors: missing tensor 'model.layers.1.mlp.up_proj.weight'");
 }
 

@@ -114,6 +114,28 @@ TEST(PackSafetensors, OverlapRejected) {
   EXPECT_NE(msg.find("tensors 'a' and 'b' overlap"), std::string::npos) << msg;
 }
 
+// The format's other two header rules (the safetensors library enforces
+// both): every data byte belongs to a tensor, and no key appears twice.
+TEST(PackSafetensors, HolesAndDuplicateKeysRejected) {
+  auto dir = test_dir();
+  auto hole = write_st(dir + "/hole.safetensors",
+                       R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+                       R"("b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})",
+                       std::vector<uint8_t>(12));
+  auto msg = error_of([&] { SafetensorsFile::open(hole); });
+  EXPECT_NE(msg.find("bytes between tensors 'a' and 'b' belong to no tensor"), std::string::npos) << msg;
+  auto tail = write_st(dir + "/tail.safetensors", R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})",
+                       std::vector<uint8_t>(9));
+  msg = error_of([&] { SafetensorsFile::open(tail); });
+  EXPECT_NE(msg.find("the data section holds bytes that belong to no tensor"), std::string::npos) << msg;
+  auto dup = write_st(dir + "/dup.safetensors",
+                      R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+                      R"("a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+                      std::vector<uint8_t>(8));
+  msg = error_of([&] { SafetensorsFile::open(dup); });
+  EXPECT_NE(msg.find("JSON header has the key 'a' twice"), std::string::npos) << msg;
+}
+
 TEST(PackSafetensors, UnknownDtypeAndBadShape) {
   auto dir = test_dir();
   auto p1 = write_st(dir + "/a.safetensors",

@@ -131,9 +131,27 @@ void run_bench(const BenchOptions& o) {
     if (n > 0) tests.push_back({0, n});
   for (const std::string& s : o.pg) tests.push_back(parse_pg(s));
   if (tests.empty()) throw Error("bench: no test to run (every -p, -n and -pg count is 0)");
+  int ctx = 1, batch = 1;
+  for (auto [p, n] : tests) {
+    ctx = std::max(ctx, p + n);
+    batch = std::max(batch, std::min(p, 512));
+  }
+  const std::vector<std::string> models = o.models.empty() ? std::vector<std::string>{""} : o.models;
+  // Every model's context is checked from its header before the table
+  // starts, so a test too long for any of them prints no partial results.
+  for (const std::string& given : models) {
+    const std::string path = given.empty() ? default_model_path() : given;
+    const gguf::File f = gguf::File::open(path);
+    const std::string arch = f.get("general.architecture").as_string("general.architecture");
+    const std::string key = arch + ".context_length";
+    const uint64_t trained = f.get(key).as_uint(key);
+    if (uint64_t(ctx) > trained)
+      throw file_error(path, "a bench test needs " + std::to_string(ctx) + " positions; the model's context is " +
+                                 std::to_string(trained));
+  }
   std::unique_ptr<BenchPrinter> out = make_bench_printer(o.output);
   out->header();
-  for (const std::string& given : o.models.empty() ? std::vector<std::string>{""} : o.models) {
+  for (const std::string& given : models) {
     RunOptions run;
     run.model = given;
     run.kernel = o.kernel;
@@ -142,14 +160,6 @@ void run_bench(const BenchOptions& o) {
     run.ctx = 1;  // sized below, once the tests are known
     std::unique_ptr<Model> model = open_model(run);
     const Config& c = model->config();
-    int ctx = 1, batch = 1;
-    for (auto [p, n] : tests) {
-      ctx = std::max(ctx, p + n);
-      batch = std::max(batch, std::min(p, 512));
-    }
-    if (ctx > c.context_length)
-      throw Error("bench: a test needs " + std::to_string(ctx) + " positions; the model's context is " +
-                  std::to_string(c.context_length));
     model->reset(ctx, batch);
     const std::vector<int32_t> toks = random_tokens(ctx, c.vocab_size);
     BenchRow row;

@@ -1,4 +1,5 @@
 #include <cctype>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
@@ -71,13 +72,31 @@ std::unique_ptr<Model> open_model(const RunOptions& o) {
   return m;
 }
 
+namespace {
+// CLI11's ranges compare, and every comparison with NaN is false, so
+// "--temp nan" passed them; this one parses the text itself.
+CLI::Validator finite_number(double lo, double hi) {
+  return CLI::Validator(
+      [lo, hi](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double v = std::strtod(text.c_str(), &end);
+        if (text.empty() || *end != '\0') return "'" + text + "' is not a number";
+        if (!std::isfinite(v) || v < lo || v > hi)
+          return "'" + text + "' is not a finite number from " + CLI::detail::to_string(lo) +
+                 (hi < 1e300 ? " to " + CLI::detail::to_string(hi) : std::string(" or more"));
+        return "";
+      },
+      "");
+}
+}  // namespace
+
 void add_sampling_options(CLI::App& cmd, SamplingOptions& o) {
   cmd.add_option("--temp", o.params.temp, "temperature; 0 is greedy (default 0.8)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(finite_number(0, 1e308));
   cmd.add_option("--top-k", o.params.top_k, "keep the K most likely tokens; 0 keeps all (default 40)")
       ->check(CLI::NonNegativeNumber);
   cmd.add_option("--top-p", o.params.top_p, "nucleus sampling threshold (default 0.95)")
-      ->check(CLI::Range(0.0f, 1.0f));
+      ->check(finite_number(0, 1));
   cmd.add_option("-s,--seed", o.seed, "random seed (default: random, printed)")
       ->check(CLI::NonNegativeNumber);
 }

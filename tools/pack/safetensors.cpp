@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "tern/error.h"
 #include "tern/input_file.h"
@@ -106,17 +107,34 @@ void SafetensorsFile::parse_header() {
   std::string text(n, '\0');
   pread_all(text.data(), n, 8);
 
+  // The format forbids duplicate keys; a JSON reader keeps only one of
+  // them, so two readers could see different tensors in one file.
+  std::vector<std::set<std::string>> keys;  // one set per open object
+  std::string duplicate;
+  auto on_event = [&](int, json::parse_event_t ev, json& parsed) {
+    if (ev == json::parse_event_t::object_start) keys.emplace_back();
+    else if (ev == json::parse_event_t::object_end && !keys.empty()) keys.pop_back();
+    else if (ev == json::parse_event_t::key && !keys.empty() && !keys.back().insert(parsed.get<std::string>()).second &&
+             duplicate.empty())
+      duplicate = parsed.get<std::string>();
+    return true;
+  };
   json hdr;
   try {
-    hdr = json::parse(text);
+    hdr = json::parse(text, on_event);
   } catch (const json::exception& e) {
     throw file_error(path_, std::string("invalid JSON header: ") + e.what());
   }
+  if (!duplicate.empty()) throw file_error(path_, "JSON header has the key '" + duplicate + "' twice");
   if (!hdr.is_object()) throw file_error(path_, "JSON header is not an object");
 
   const uint64_t data_start = 8 + n;
   const uint64_t data_size = size_ - data_start;
-  for (auto& [name, v] : hdr.items()) {
+  for (auto& item : hdr.items()) {
+    // Not a structured binding: clang 14 (the fuzzing build) cannot
+    // capture those in a lambda.
+    const std::string& name = item.key();
+    auto& v = item.value();
     if (name == "__metadata__") continue;
     auto bad = [&](const std::string& what) {
       return file_error(path_, "tensor '" + name + "' " + what);
@@ -172,7 +190,16 @@ void SafetensorsFile::parse_header() {
     if (order[i]->offset < order[i - 1]->offset + order[i - 1]->nbytes)
       throw file_error(path_, "tensors '" + order[i - 1]->name + "' and '" + order[i]->name +
                                   "' overlap");
+    // As the format requires (and the safetensors library checks): the
+    // data is indexed entirely, so no bytes hide between tensors.
+    if (order[i]->offset > order[i - 1]->offset + order[i - 1]->nbytes)
+      throw file_error(path_, "bytes between tensors '" + order[i - 1]->name + "' and '" + order[i]->name +
+                                  "' belong to no tensor");
   }
+  const uint64_t first = order.empty() ? size_ : order.front()->offset;
+  const uint64_t last = order.empty() ? data_start : order.back()->offset + order.back()->nbytes;
+  if (first != data_start || last != size_)
+    throw file_error(path_, "the data section holds bytes that belong to no tensor");
 }
 
 void SafetensorsFile::read_f32(const StTensor& t, float* out) const {
