@@ -21,6 +21,12 @@ void Tokenizer::init(const std::string& source) {
   const size_t n = spec_.tokens.size();
   if (n == 0) throw file_error(source, "the tokenizer has no tokens");
   if (!spec_.types.empty() && spec_.types.size() != n) throw file_error(source, "token types and tokens differ in count");
+  // llama.cpp asserts on this; encode would otherwise emit id -1 (found by
+  // fuzz_sentencepiece: a tokenizer.model whose <s> is not a control piece).
+  if (spec_.add_bos && (spec_.bos < 0 || size_t(spec_.bos) >= n))
+    throw file_error(source, "the tokenizer adds a BOS token at the start but defines none");
+  if (spec_.add_eos && (spec_.eos < 0 || size_t(spec_.eos) >= n))
+    throw file_error(source, "the tokenizer adds an EOS token at the end but defines none");
   try {
     Json pipeline;
     std::vector<tok::AddedToken> added;

@@ -4,6 +4,7 @@
 
 #include "pack/pack_test_util.h"
 #include "tern/error.h"
+#include "tern/tokenizer.h"
 #include "tern/tokenizer_spec.h"
 
 using namespace tern::tok;
@@ -54,3 +55,14 @@ TEST(SentencePieceSpec, Errors) {
   EXPECT_THROW(spm_piece_types({0x0a, 0x05, 0x01}), tern::Error);  // field 1 runs past the end
 }
 
+
+// fuzz_sentencepiece found a tokenizer.model whose "<s>" was no longer a
+// control piece: the Spec said "add BOS" with no BOS id, and encode put -1
+// in front of every text. Such a tokenizer is refused when it is built.
+TEST(SentencePieceSpec, AddingABosItDoesNotHaveIsAnError) {
+  Spec t = load_sentencepiece(kTokenizer);
+  ASSERT_TRUE(t.add_bos);
+  t.bos = -1;
+  const std::string msg = error_of([&] { tern::Tokenizer tok(std::move(t), "tokenizer.model"); });
+  EXPECT_EQ(msg, "tokenizer.model: the tokenizer adds a BOS token at the start but defines none");
+}

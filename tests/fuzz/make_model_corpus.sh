@@ -1,0 +1,32 @@
+#!/bin/sh
+# Seeds of the checkpoint and model fuzzers, from a tiny checkpoint (dim 64,
+# one layer, the 512-piece test tokenizer, F16): corpus/safetensors,
+# corpus/hf_config, corpus/sentencepiece and corpus/model.
+# usage: tests/fuzz/make_model_corpus.sh build/tern
+set -eu
+tern=$1
+here=$(cd "$(dirname "$0")" && pwd)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+/usr/bin/python3 "$here/../tools/make_tiny_checkpoint.py" "$tmp/ck" --hidden 64 --intermediate 96 --layers 1 \
+  --heads 2 --kv-heads 1 --dtype f16 --seed 3 >/dev/null
+/usr/bin/python3 "$here/../tools/families/make_family_checkpoint.py" "$tmp/falcon" --family falcon3 --seed 3 >/dev/null
+/usr/bin/python3 "$here/../tools/families/make_family_checkpoint.py" "$tmp/b2" --family bitnet-2b4t --seed 3 >/dev/null
+c=$here/corpus
+mkdir -p "$c/safetensors" "$c/hf_config" "$c/sentencepiece" "$c/model"
+cp "$tmp/ck/model.safetensors" "$c/safetensors/tiny-f16.safetensors"
+cp "$tmp/ck/config.json" "$c/hf_config/llama-bitnet.json"
+cp "$tmp/falcon/config.json" "$c/hf_config/falcon3.json"
+cp "$tmp/b2/config.json" "$c/hf_config/bitnet-2b4t.json"
+cp "$tmp/ck/tokenizer.model" "$c/sentencepiece/tiny.model"
+"$tern" pack "$tmp/ck" -o "$c/model/tiny-tq2_0.gguf" --type tq2_0 >/dev/null
+"$tern" pack "$tmp/ck" -o "$c/model/tiny-tq1_0.gguf" --type tq1_0 >/dev/null
+# A safetensors file small enough for the fuzzer to mutate its header well.
+/usr/bin/python3 - "$c/safetensors/two.safetensors" <<'PY'
+import json, struct, sys
+h = json.dumps({"a": {"dtype": "F32", "shape": [2, 2], "data_offsets": [0, 16]},
+                "b": {"dtype": "BF16", "shape": [3], "data_offsets": [16, 22]},
+                "__metadata__": {"format": "pt"}}).encode()
+body = struct.pack("<4f", 1, -2, 0.5, 3) + bytes([0x80, 0x3f, 0, 0xc0, 0x49, 0x40])
+open(sys.argv[1], "wb").write(struct.pack("<Q", len(h)) + h + body)
+PY
