@@ -83,6 +83,12 @@ TEST(PackHfConfig, Errors) {
         dir, R"(,"quantization_config":{"quant_method":"bitnet","use_rms_norm":true,"rms_norm_eps":-1})"));
   });
   EXPECT_NE(msg.find("quantization_config.rms_norm_eps must be a positive number"), std::string::npos) << msg;
+  // Found by fuzz_hf_config: positive as a double, 0 or infinite as the f32
+  // the model computes with.
+  for (const char* eps : {R"(,"rms_norm_eps":1e-205)", R"(,"rope_theta":1e39)"}) {
+    msg = error_of([&] { load_config(config_with(dir, eps)); });
+    EXPECT_NE(msg.find("must be a positive number that fits in f32"), std::string::npos) << eps << ": " << msg;
+  }
   msg = error_of([&] {
     load_config(config_with(dir, R"(,"quantization_config":{"quant_method":"bitnet","linear_class":"foo"})"));
   });

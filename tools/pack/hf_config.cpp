@@ -1,6 +1,7 @@
 #include "pack/hf_config.h"
 
 #include <cstring>
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "tern/error.h"
@@ -41,9 +42,12 @@ struct Reader {
       throw bad(std::string("missing '") + key + "'");
     }
     const json& v = j[key];
-    if (!v.is_number() || !(v.get<double>() > 0))
-      throw bad(std::string("'") + key + "' must be a positive number, got " + v.dump());
-    return static_cast<float>(v.get<double>());
+    // Checked as the f32 it becomes (fuzz_hf_config: an eps of 1e-205 is
+    // positive as a double and 0 as a float, 1e39 is infinite).
+    const float f = v.is_number() ? static_cast<float>(v.get<double>()) : 0.0f;
+    if (!(f > 0) || !std::isfinite(f))
+      throw bad(std::string("'") + key + "' must be a positive number that fits in f32, got " + v.dump());
+    return f;
   }
 
   // Token ids may be an int or (Llama 3 style) a list whose first entry is
@@ -142,9 +146,9 @@ HfConfig load_config(const std::string& path) {
       // transformers' BitNetQuantConfig default, as its BitLinear uses it.
       float eps = 1e-6f;
       if (q.contains("rms_norm_eps")) {
-        if (!q["rms_norm_eps"].is_number() || !(q["rms_norm_eps"].get<double>() > 0))
-          throw r.bad("quantization_config.rms_norm_eps must be a positive number");
-        eps = q["rms_norm_eps"].get<float>();
+        eps = q["rms_norm_eps"].is_number() ? static_cast<float>(q["rms_norm_eps"].get<double>()) : 0.0f;
+        if (!(eps > 0) || !std::isfinite(eps))
+          throw r.bad("quantization_config.rms_norm_eps must be a positive number that fits in f32");
       }
       c.linear_norm_eps = eps;
     }
