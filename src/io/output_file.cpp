@@ -49,10 +49,9 @@ std::string directory_of(const std::string& path) {
 
 void check_output_path(const std::string& path) {
   struct stat st {};
-  if (::lstat(path.c_str(), &st) != 0) {
-    if (errno == ENOENT) return;
-    throw file_error(path, std::string("cannot check the output path: ") + std::strerror(errno));
-  }
+  // Absent, or unreachable (EACCES on a parent): creating the temporary
+  // reports the real problem with the directory's name.
+  if (::lstat(path.c_str(), &st) != 0) return;
   if (S_ISREG(st.st_mode)) return;
   const char* kind = S_ISLNK(st.st_mode)   ? "a symbolic link (the output would replace the link; give the file it points to)"
                      : S_ISDIR(st.st_mode) ? "a directory"
