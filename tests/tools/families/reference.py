@@ -40,6 +40,10 @@ usage:
       silu-for-relu2, relu2-for-silu, float-activations, no-sub-norms, invert-scale,
       no-linear-norms;
       or llamacpp: the same model in llama.cpp's CPU arithmetic (below)
+  --fairy2i STAGES (any command): a LLaMA checkpoint run as Fairy2i-W2 runs it:
+      every linear, lm_head included, replaced by its phase-quantized
+      widely-linear form (tests/tools/fairy2i/quantize.py, tern's f32
+      rules), activations float (docs/FAIRY2I.md)
 Sequences are written as comma-separated ids, prompt included.
 """
 import argparse
@@ -182,9 +186,17 @@ def rope(x, pos, theta):
     return (x * cos + rot * sin).astype(F32)
 
 
+def fairy2i_linear(w, stages):
+    """The real matrix Fairy2i-W2 computes with in place of w (float32)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fairy2i"))
+    import quantize  # tests/tools/fairy2i/quantize.py
+    return quantize.quantize_linear(w, stages=stages, mode="f32")[1]
+
+
 class Model:
-    def __init__(self, d, mutate=None):
+    def __init__(self, d, mutate=None, fairy2i=0):
         self.cfg = cfg = json.load(open(os.path.join(d, "config.json")))
+        self.fairy2i = fairy2i
         self.W = read_checkpoint(d)
         self.path = d
         self.mutate = mutate
@@ -238,6 +250,10 @@ class Model:
             self.head = self.emb
         else:
             self.head = self.W["lm_head.weight"].astype(F32)
+        if fairy2i:
+            if self.kind != "float":
+                raise SystemExit("--fairy2i needs a plain LLaMA checkpoint (no quantization_config)")
+            self.head = fairy2i_linear(self.head, fairy2i)
         self._cache = {}
 
     # -- linears -------------------------------------------------------------
@@ -247,7 +263,9 @@ class Model:
         if name in self._cache:
             return self._cache[name]
         w = self.W[name]
-        if self.kind == "float":
+        if self.fairy2i:
+            r = (fairy2i_linear(w.astype(F32), self.fairy2i), None, None)
+        elif self.kind == "float":
             r = (w.astype(F32), None, None)
         elif w.dtype == np.uint8:
             t = unpack_weights(w)
@@ -401,8 +419,9 @@ def main():
     ap.add_argument("--n", type=int, default=16)
     ap.add_argument("--prompt", default="1")
     ap.add_argument("--mutate", choices=MUTATIONS)
+    ap.add_argument("--fairy2i", type=int, default=0, metavar="STAGES")
     a = ap.parse_intermixed_args()
-    m = Model(a.ckpt, a.mutate)
+    m = Model(a.ckpt, a.mutate, a.fairy2i)
     if a.command == "logits":
         if len(a.args) != 2:
             raise SystemExit("usage: reference.py CKPT logits TOKENS_CSV OUT.bin")
