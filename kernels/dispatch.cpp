@@ -6,6 +6,7 @@
 
 #include "kernel_sets.h"
 #include "tern/error.h"
+#include "tern/phase.h"
 #include "tern/quant.h"
 
 namespace tern {
@@ -42,17 +43,18 @@ constexpr SetAccessor kSetTable[] = {
     &scalar_kernels,
 };
 
-bool supports(const KernelSet& s, ActMode mode) {
+bool supports(const KernelSet& s, ActMode mode, bool phase) {
+  if (phase) return mode == ActMode::Float && s.phase_gemm;
   return mode == ActMode::Float ? s.gemv_f32 && s.gemm_f32 : s.gemv_i8 && s.gemm_i8;
 }
 
 // Names of the sets built in; only_available: those this CPU runs; with a
 // mode, only those that have its path.
-std::string join_names(bool only_available, const ActMode* mode = nullptr) {
+std::string join_names(bool only_available, const ActMode* mode = nullptr, bool phase = false) {
   std::string out;
   for (const KernelSet* s : all_kernel_sets()) {
     if (only_available && !s->available(cpu_features())) continue;
-    if (mode && !supports(*s, *mode)) continue;
+    if (mode && !supports(*s, *mode, phase)) continue;
     if (!out.empty()) out += ", ";
     out += s->name;
   }
@@ -61,9 +63,9 @@ std::string join_names(bool only_available, const ActMode* mode = nullptr) {
 
 const char* mode_name(ActMode mode) { return mode == ActMode::Float ? "float" : "int8"; }
 
-const KernelSet& best_available(ActMode mode) {
+const KernelSet& best_available(ActMode mode, bool phase) {
   for (const KernelSet* s : all_kernel_sets())
-    if (s->available(cpu_features()) && supports(*s, mode)) return *s;
+    if (s->available(cpu_features()) && supports(*s, mode, phase)) return *s;
   return scalar_kernels();  // unreachable while scalar is in the table
 }
 
@@ -91,16 +93,17 @@ const KernelSet* find_kernel_set(std::string_view name, std::string_view source)
   throw Error(what + ": unknown kernel (known: " + join_names(false) + ", auto)");
 }
 
-const KernelSet& select_kernels(std::string_view name, ActMode mode) {
+const KernelSet& select_kernels(std::string_view name, ActMode mode, bool phase) {
   const KernelSet* want = find_kernel_set(name);
-  if (want == nullptr) return best_available(mode);
-  if (!supports(*want, mode))
-    throw Error(std::string("kernel ") + want->name + " has no " + mode_name(mode) +
-                "-activation path (use one of: " + join_names(true, &mode) + ")");
+  if (want == nullptr) return best_available(mode, phase);
+  if (!supports(*want, mode, phase))
+    throw Error(std::string("kernel ") + want->name + " has no " +
+                (phase ? std::string("Fairy2i") : std::string(mode_name(mode)) + "-activation") +
+                " path (use one of: " + join_names(true, &mode, phase) + ")");
   return *want;
 }
 
-bool kernel_supports(const KernelSet& s, ActMode mode) { return supports(s, mode); }
+bool kernel_supports(const KernelSet& s, ActMode mode, bool phase) { return supports(s, mode, phase); }
 
 namespace kernels_detail {
 
@@ -137,6 +140,20 @@ int64_t dense_stride(const DenseMatrix& m) {
 }
 
 namespace kernels_detail {
+
+void check_phase_call(const PhaseMatrix& w, int64_t n, int64_t ldy, int64_t r0, int64_t r1) {
+  auto fail = [](const std::string& problem) { throw Error("Fairy2i kernel call: " + problem); };
+  if (w.rows < 0 || w.cols <= 0 || w.cols % kPhaseBlock != 0 || w.stages <= 0)
+    fail("shape " + std::to_string(w.rows) + "x" + std::to_string(w.cols) + " complex, " +
+         std::to_string(w.stages) + " stages (columns must be a positive multiple of " +
+         std::to_string(kPhaseBlock) + ")");
+  if ((w.data == nullptr || w.scales == nullptr) && w.rows > 0) fail("matrix has no data or scales");
+  if (n < 0) fail("negative vector count " + std::to_string(n));
+  if (r0 < 0 || r0 > r1 || r1 > w.rows)
+    fail("row range [" + std::to_string(r0) + ", " + std::to_string(r1) + ") outside [0, " +
+         std::to_string(w.rows) + ")");
+  if (n > 1 && ldy < 2 * w.rows) fail("output stride " + std::to_string(ldy) + " below " + std::to_string(2 * w.rows));
+}
 
 void check_dense_call(const DenseMatrix& w, int64_t n, int64_t ldy, int64_t r0, int64_t r1) {
   auto fail = [](const std::string& problem) { throw Error("dense kernel call: " + problem); };

@@ -24,6 +24,8 @@ namespace tern::kernels_detail {
 // 0 <= r0 <= r1 <= rows and n >= 0. Kernels call it once per call, so a
 // caller's mistake is an error message rather than a stray write.
 void check_call(const TernaryMatrix& w, ActMode mode, int64_t n, int64_t r0, int64_t r1);
+// The same for a Fairy2i matrix (ldy >= 2 * rows when n > 1).
+void check_phase_call(const PhaseMatrix& w, int64_t n, int64_t ldy, int64_t r0, int64_t r1);
 // The same for a dense float matrix (F32, F16 or BF16; ldy >= r1 when n > 1).
 void check_dense_call(const DenseMatrix& w, int64_t n, int64_t ldy, int64_t r0, int64_t r1);
 

@@ -8,12 +8,13 @@
 // order; the total is multiplied by row_scale[r]. Since t is -1, 0 or +1 the
 // products are exact, so fused multiply-add contraction cannot change the
 // result. gemm uses the same dot product as gemv, so gemm with n = 1 is
-// bit-identical to gemv.
+// bit-identical to gemv. Fairy2i's order is kernels.h's (PhaseGemm).
 #include <cmath>
 #include <vector>
 
 #include "kernel_sets.h"
 #include "tern/error.h"
+#include "tern/phase.h"
 #include "tern/quant.h"
 
 namespace tern {
@@ -129,13 +130,72 @@ void dense_gemm(const DenseMatrix& w, const float* x, int64_t n, float* y, int64
   }
 }
 
+// Fairy2i (kernels.h, PhaseGemm): the eight real ternary GEMVs of a stage
+// run one after another, each over all rows, as an unfused reference for
+// the fused kernels to match bit for bit.
+struct SubProduct {
+  bool w_matrix;   // W, else U
+  bool imag_axis;  // the entries on the imaginary axis, else the real one
+  bool b_half;     // multiplies b = Im x_c, else a = Re x_c
+};
+// In the order kernels.h names the sums: TrUa, TiUb, TrWa, TiWb, TrUb, TiUa, TrWb, TiWa.
+constexpr SubProduct kSubProducts[8] = {{false, false, false}, {false, true, true}, {true, false, false},
+                                        {true, true, true},    {false, false, true}, {false, true, false},
+                                        {true, false, true},   {true, true, false}};
+
+float masked_sum(const BlockPhase* row, int64_t cols, SubProduct g, const float* x) {
+  float lane[16] = {};
+  for (int64_t k = 0; k < cols; ++k) {
+    const BlockPhase& b = row[k / kPhaseBlock];
+    const int j = int(k % kPhaseBlock);
+    const uint64_t axis = g.w_matrix ? b.w_axis : b.u_axis, sign = g.w_matrix ? b.w_sign : b.u_sign;
+    if (((axis >> j) & 1) != uint64_t(g.imag_axis)) continue;
+    lane[k % 16] += (sign >> j) & 1 ? -x[k] : x[k];
+  }
+  for (int half = 8; half >= 1; half /= 2)
+    for (int j = 0; j < half; ++j) lane[j] = lane[j] + lane[j + half];
+  return lane[0];
+}
+
+void phase_gemm(const PhaseMatrix& w, const float* x, int64_t n, float* y, int64_t ldy, int64_t r0,
+                int64_t r1) {
+  kernels_detail::check_phase_call(w, n, ldy, r0, r1);
+  const int64_t M = w.rows, K = w.cols, nb = K / kPhaseBlock, R = r1 - r0;
+  const auto* blocks = reinterpret_cast<const BlockPhase*>(w.data);
+  std::vector<float> sums(size_t(8 * R));  // [sub-product][row - r0]
+  for (int64_t i = 0; i < n; ++i) {
+    const float* a = x + i * 2 * K;
+    for (int st = 0; st < w.stages; ++st) {
+      for (int g = 0; g < 8; ++g)
+        for (int64_t r = r0; r < r1; ++r)
+          sums[size_t(g * R + r - r0)] = masked_sum(blocks + (st * M + r) * nb, K, kSubProducts[g],
+                                                    kSubProducts[g].b_half ? a + K : a);
+      const float* s = w.scales + 4 * st;
+      for (int64_t r = r0; r < r1; ++r) {
+        auto S = [&](int g) { return sums[size_t(g * R + r - r0)]; };
+        float re = s[kUre] * S(0);
+        re = std::fma(-s[kUim], S(1), re);
+        re = std::fma(s[kWre], S(2), re);
+        re = std::fma(s[kWim], S(3), re);
+        float im = s[kUre] * S(4);
+        im = std::fma(s[kUim], S(5), im);
+        im = std::fma(-s[kWre], S(6), im);
+        im = std::fma(s[kWim], S(7), im);
+        float* out = y + i * ldy;
+        out[r] = st == 0 ? re : out[r] + re;
+        out[M + r] = st == 0 ? im : out[M + r] + im;
+      }
+    }
+  }
+}
+
 bool always(const CpuFeatures&) { return true; }
 
 }  // namespace
 
 const KernelSet& scalar_kernels() {
-  static const KernelSet set{"scalar", &always, &gemv_f32, &gemv_i8, &gemm_f32, &gemm_i8,
-                             &dense_gemm};
+  static const KernelSet set{"scalar",    &always,    &gemv_f32, &gemv_i8, &gemm_f32,
+                             &gemm_i8,    &dense_gemm, nullptr,   nullptr,  &phase_gemm};
   return set;
 }
 

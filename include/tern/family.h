@@ -42,6 +42,10 @@ struct Family {
   bool latent_weights;
   bool int8_activations;  // per-token absmax int8 inputs, unless the file says otherwise
   ScaleConvention default_scale;  // when quantization_config names no linear_class
+  // Fairy2i: every linear and the head are widely-linear complex maps in
+  // phase codes (include/tern/phase.h), quantized from a float checkpoint
+  // by `tern pack --fairy2i`, never selected by config.json alone.
+  bool phase_linears = false;
 
   bool has_sub_norms() const { return !hf_attn_sub_norm.empty(); }
 };
@@ -49,10 +53,13 @@ struct Family {
 std::span<const Family> families();
 // By GGUF general.architecture; null if none.
 const Family* family_by_gguf_arch(std::string_view arch);
-// By config.json architectures[0] (or model_type when it has none); null if none.
+// By config.json architectures[0] (or model_type when it has none); null if
+// none. Never a phase_linears family: those are asked for by name.
 const Family* family_by_hf_arch(std::string_view arch);
 // "LlamaForCausalLM, BitnetForCausalLM, ..." for error messages.
 std::string supported_hf_archs();
+// The Fairy2i family (tern pack --fairy2i).
+const Family& fairy2i_family();
 std::string supported_gguf_archs();
 
 }  // namespace tern

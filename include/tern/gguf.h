@@ -29,6 +29,9 @@ enum class TensorType : uint32_t {
   TQ1_0 = 34, TQ2_0 = 35,
   I2_S = 36,                 // bitnet.cpp (its fork's id; upstream ggml retired 36)
   IQ1_BN = 134, IQ2_BN = 135,  // ik_llama.cpp
+  // tern's own: Fairy2i phase codes (include/tern/phase.h). An id far from
+  // ggml's and its forks', so no other engine mistakes the bytes for its own.
+  FAIRY2I = 29797,
 };
 
 struct TypeTraits {

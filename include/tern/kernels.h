@@ -87,6 +87,30 @@ using Prepare = std::shared_ptr<const void> (*)(const TernaryMatrix& w);
 // Bytes of the layout prepare() builds for w: what one GEMV over it reads.
 using PreparedBytes = int64_t (*)(const TernaryMatrix& w);
 
+// A Fairy2i linear (include/tern/phase.h, docs/FAIRY2I.md): `rows` complex
+// rows (2 * rows real outputs, Re then Im) by `cols` complex columns (a
+// multiple of kPhaseBlock), `stages` residual stages of BlockPhase planes.
+struct PhaseMatrix {
+  int64_t rows = 0, cols = 0;
+  int stages = 0;
+  const uint8_t* data = nullptr;   // [stages][rows][cols / kPhaseBlock] BlockPhase
+  const float* scales = nullptr;   // [stages][4]: U re, U im, W re, W im (PhaseScale)
+};
+// For each vector i < n, input x + i * 2 * cols holding a = Re x_c (cols
+// values, the padding zero) then b = Im x_c: writes y[i * ldy + r] (Re) and
+// y[i * ldy + rows + r] (Im) for r in [r0, r1). Every set computes it bit
+// for bit as the scalar set does. Per stage, per row, eight sums
+//   Tr_U a, Ti_U b, Tr_W a, Ti_W b, Tr_U b, Ti_U a, Tr_W b, Ti_W a
+// (Tr: the entries on the real axis as -1/+1, the others 0; Ti: the same
+// for the imaginary axis), each over 16 float lanes, lane j adding +x[k] or
+// -x[k] where the mask has column k, k = j mod 16, in increasing k; then
+// lanes j and j + 8 added, then j + 4, j + 2, j + 1. The stage's outputs:
+//   re = fma(sWim, TiWb, fma(sWre, TrWa, fma(-sUim, TiUb, sUre * TrUa)))
+//   im = fma(sWim, TiWa, fma(-sWre, TrWb, fma(sUim, TiUa, sUre * TrUb)))
+// and y is stage 0's value plus each further stage's, in order.
+using PhaseGemm = void (*)(const PhaseMatrix& w, const float* x, int64_t n, float* y, int64_t ldy,
+                           int64_t r0, int64_t r1);
+
 // A set may implement one activation mode only; the other's pointers are null.
 struct KernelSet {
   const char* name;
@@ -98,6 +122,7 @@ struct KernelSet {
   DenseGemm dense_gemm;  // every set has it
   Prepare prepare = nullptr;  // null: the kernel reads the GGUF layout directly
   PreparedBytes prepared_bytes = nullptr;  // set exactly when prepare is
+  PhaseGemm phase_gemm = nullptr;  // Fairy2i linears; null: the set has no path for them
 };
 
 // The read roof's loop (kernels/read_roof.cpp): sums the bytes p[0, n) (n
@@ -119,8 +144,10 @@ const KernelSet* find_kernel_set(std::string_view name, std::string_view source 
 // tern::Error as find_kernel_set does, or if the named set has no path for
 // `mode`. No process-wide state: the choice is a load option
 // (LoadOptions::kernel), resolved from --kernel or TERN_KERNEL in tools/cli.
-const KernelSet& select_kernels(std::string_view name, ActMode mode);
-bool kernel_supports(const KernelSet& s, ActMode mode);
+// With `phase`, the model's linears are Fairy2i's and the set must have
+// phase_gemm.
+const KernelSet& select_kernels(std::string_view name, ActMode mode, bool phase = false);
+bool kernel_supports(const KernelSet& s, ActMode mode, bool phase = false);
 
 // The scalar reference, callable directly by tests as the oracle. Its exact
 // float summation order is documented in kernels/scalar.cpp.

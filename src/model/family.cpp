@@ -1,6 +1,10 @@
 #include "tern/family.h"
 
+#include <algorithm>
 #include <array>
+#include <vector>
+
+#include "tern/error.h"
 
 namespace tern {
 namespace {
@@ -22,11 +26,23 @@ constexpr std::array kFamilies{
     Family{"BitNet b1.58 2B-4T", "bitnet-b1.58", "BitNetForCausalLM", "relu2", FfnAct::ReLU2,
            RopeStyle::Halves, "self_attn.attn_sub_norm.weight", "mlp.ffn_sub_norm.weight", true,
            true, ScaleConvention::Multiply},
+    // Fairy2i-W2 (PKULab1806): LLaMA-2 master weights, every linear (the
+    // head too) phase-quantized at pack time. Halves: the complex split
+    // reads rows in HF order, so q and k are not permuted.
+    Family{"Fairy2i (LLaMA-2)", "fairy2i", "LlamaForCausalLM", "silu", FfnAct::SiLU, RopeStyle::Halves,
+           "", "", false, false, ScaleConvention::Divide, true},
 };
 
+// Each name once: Fairy2i shares Llama's config architecture.
 std::string join(std::string_view Family::*field) {
+  std::vector<std::string_view> seen;
   std::string s;
-  for (const Family& f : kFamilies) s += (s.empty() ? "" : ", ") + std::string(f.*field);
+  for (const Family& f : kFamilies) {
+    if (std::find(seen.begin(), seen.end(), f.*field) != seen.end()) continue;
+    seen.push_back(f.*field);
+    if (!s.empty()) s += ", ";
+    s += f.*field;
+  }
   return s;
 }
 
@@ -42,12 +58,18 @@ const Family* family_by_gguf_arch(std::string_view arch) {
 
 const Family* family_by_hf_arch(std::string_view arch) {
   for (const Family& f : kFamilies)
-    if (f.hf_arch == arch) return &f;
+    if (f.hf_arch == arch && !f.phase_linears) return &f;
   if (arch == "llama") return &kFamilies[0];  // model_type of exports without architectures
   return nullptr;
 }
 
 std::string supported_hf_archs() { return join(&Family::hf_arch); }
+
+const Family& fairy2i_family() {
+  for (const Family& f : kFamilies)
+    if (f.phase_linears) return f;
+  throw Error("no Fairy2i family in the table");
+}
 std::string supported_gguf_archs() { return join(&Family::gguf_arch); }
 
 }  // namespace tern

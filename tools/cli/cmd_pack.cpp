@@ -14,7 +14,7 @@ void add_pack(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("pack", "pack a Hugging Face checkpoint into a ternary GGUF");
   cmd->add_option("checkpoint", o->input_dir, "Hugging Face checkpoint directory")->required();
   cmd->add_option("-o,--output", o->output_path, "output .gguf file")->required();
-  cmd->add_option("--type", *type, "tq2_0 (2 bits/weight, default) or tq1_0 (1.69)")
+  CLI::Option* type_opt = cmd->add_option("--type", *type, "tq2_0 (2 bits/weight, default) or tq1_0 (1.69)")
       ->check(CLI::IsMember({"tq2_0", "tq1_0"}, CLI::ignore_case));
   auto head = std::make_shared<std::string>(), embd = std::make_shared<std::string>();
   const std::vector<std::string> float_types{"f32", "f16", "bf16", "q8_0"};
@@ -24,10 +24,22 @@ void add_pack(CLI::App& app) {
   cmd->add_option("--token-embedding-type", *embd,
                   "token embedding type, as --output-type (tied embeddings follow --output-type)")
       ->check(CLI::IsMember(float_types, CLI::ignore_case));
-  cmd->add_flag("--ternarize", o->force_ternarize,
-                "quantize non-ternary weights by absmean (per tensor)");
+  CLI::Option* ternarize = cmd->add_flag("--ternarize", o->force_ternarize,
+                                         "quantize non-ternary weights by absmean (per tensor)");
+  auto fairy = std::make_shared<bool>(false);
+  auto stages = std::make_shared<int>(2);
+  CLI::Option* fairy_opt =
+      cmd->add_flag("--fairy2i", *fairy,
+                    "make a float LLaMA checkpoint a Fairy2i-W2 model: every linear and the head "
+                    "phase-quantized to {+1, -1, +i, -i} (docs/FAIRY2I.md)")
+          ->excludes(type_opt)
+          ->excludes(ternarize);
+  cmd->add_option("--fairy2i-stages", *stages, "residual stages of --fairy2i (default 2: W2)")
+      ->check(CLI::Range(1, 8))
+      ->needs(fairy_opt);
   cmd->add_flag("--verify", o->verify, "re-read the output and check every value against the source");
-  cmd->callback([o, type, head, embd] {
+  cmd->callback([o, type, head, embd, fairy, stages] {
+    o->fairy2i_stages = *fairy ? *stages : 0;
     o->type = (*type == "tq1_0" || *type == "TQ1_0") ? gguf::TensorType::TQ1_0
                                                     : gguf::TensorType::TQ2_0;
     auto float_type = [](std::string s) -> std::optional<gguf::TensorType> {
@@ -47,10 +59,11 @@ void add_pack(CLI::App& app) {
     };
     const pack::PackReport r = pack::pack_checkpoint(*o);
     std::printf(
-                 "wrote %s: %llu tensors (%llu ternary, %.4f bits/weight), %.2f MiB, "
+                 "wrote %s: %llu tensors (%llu %s, %.4f bits/weight), %.2f MiB, "
                  "activations %s\n",
                  o->output_path.c_str(), static_cast<unsigned long long>(r.n_tensors),
-                 static_cast<unsigned long long>(r.n_ternary), r.bits_per_weight_ternary,
+                 static_cast<unsigned long long>(r.n_ternary), *fairy ? "Fairy2i" : "ternary",
+                 r.bits_per_weight_ternary,
                  double(r.bytes_written) / (1 << 20), r.activation_mode.c_str());
     if (o->verify)  // pack_checkpoint has already re-read and checked the output
       std::printf("verified %s against %s\n", o->output_path.c_str(), o->input_dir.c_str());

@@ -58,7 +58,11 @@
 // then per layer blk.N.{attn_norm, attn_q, attn_k, attn_v, [attn_sub_norm],
 // attn_output, ffn_norm, ffn_gate, ffn_up, [ffn_sub_norm], ffn_down}.weight
 // (sub-norms for the bitnet families), then output_norm.weight and
-// output.weight (absent when tied). The seven linears are TQ2_0/TQ1_0; for
+// output.weight (absent when tied). With --fairy2i (ARCH fairy2i) the seven
+// linears and output.weight are FAIRY2I (include/tern/phase.h), dims [2 *
+// padded complex columns, rows, stages], each with its stages x 4 scales in
+// tern.scale.<tensor>, tern.scale_rule "fairy2i-phase", no general.file_type,
+// and q/k in HF's row order. Otherwise the seven linears are TQ2_0/TQ1_0; for
 // `llama` the attn_q and attn_k rows are permuted as llama.cpp's converter
 // does (HF rotate_half -> interleaved pairs), the bitnet architectures keep
 // HF's order as llama.cpp and bitnet.cpp expect. Norms are F32. Embedding/output: F32 from F32, F16 from F16, and
@@ -89,7 +93,8 @@ void set_metadata(gguf::Writer& w, const PackInputs& in, const PackOptions& o) {
   auto key = [&](const char* k) { return arch + "." + k; };
   w.set("general.architecture", Value::string(arch));
   w.set("general.name", Value::string(in.name));
-  w.set("general.file_type", Value::u32(o.type == TensorType::TQ1_0 ? 36 : 37));
+  // llama.cpp's file types have no Fairy2i entry; its files carry none.
+  if (!in.phase_stages) w.set("general.file_type", Value::u32(o.type == TensorType::TQ1_0 ? 36 : 37));
   w.set("general.quantization_version", Value::u32(2));
   w.set(key("context_length"), Value::u32(c.max_position_embeddings));
   w.set(key("embedding_length"), Value::u32(c.hidden_size));
@@ -112,7 +117,8 @@ void set_metadata(gguf::Writer& w, const PackInputs& in, const PackOptions& o) {
   w.set("tern.source.dtype", Value::string(in.source_dtypes));
   if (c.linear_norm_eps) w.set("tern.linear_norm_eps", Value::f32(*c.linear_norm_eps));
   for (const PlanTensor& pt : in.tensors)
-    if (pt.role == Role::Ternary) w.set("tern.scale." + pt.name, Value::f32_array(pt.scales));
+    if (pt.role == Role::Ternary || pt.role == Role::Phase)
+      w.set("tern.scale." + pt.name, Value::f32_array(pt.scales));
 }
 
 std::string short_float(double v) {
@@ -129,7 +135,11 @@ std::string progress_line(size_t i, size_t n, const PlanTensor& t) {
   for (size_t k = 0; k < t.dims.size(); ++k) dims += (k ? ", " : "") + std::to_string(t.dims[k]);
   dims += "]";
   std::string line = std::string(head) + " " + t.name + "  " + gguf::traits(t.type).name + "  " + dims;
-  if (t.role == Role::Ternary) {
+  if (t.role == Role::Phase) {
+    float lo = t.scales[0], hi = t.scales[0];
+    for (float s : t.scales) lo = std::min(lo, s), hi = std::max(hi, s);
+    line += "  " + std::to_string(t.dims[2]) + " stages, scales " + short_float(lo) + ".." + short_float(hi);
+  } else if (t.role == Role::Ternary) {
     if (t.scales.size() == 1) {
       line += "  scale " + short_float(t.scales[0]);
     } else {
@@ -229,6 +239,12 @@ PackReport pack_checkpoint(const PackOptions& o) {
     const PlanTensor& t = in.tensors[i];
     if (t.role == Role::Ternary) {
       const std::vector<uint8_t> bytes = encode_ternary(t, read_values(in, t), in.rule);
+      w.write_tensor(t.name, bytes);
+      ++rep.n_ternary;
+      tern_bytes += bytes.size();
+      tern_weights += t.rows * t.cols;
+    } else if (t.role == Role::Phase) {
+      const std::vector<uint8_t> bytes = encode_phase(in, t, read_values(in, t));
       w.write_tensor(t.name, bytes);
       ++rep.n_ternary;
       tern_bytes += bytes.size();

@@ -17,6 +17,9 @@ struct PackOptions {
   std::string output_path;  // .gguf
   gguf::TensorType type = gguf::TensorType::TQ2_0;  // or TQ1_0
   bool force_ternarize = false;  // --ternarize: absmean-quantize non-ternary weights
+  // --fairy2i: a float LLaMA checkpoint becomes a Fairy2i model of this many
+  // residual stages (0: off; Fairy2i-W2 is 2). `type` is then unused.
+  int fairy2i_stages = 0;
   bool verify = false;           // --verify: pack_checkpoint re-reads and checks its output
   // --output-type / --token-embedding-type: F32, F16, BF16 or Q8_0 for the
   // head and the embedding (as llama-quantize's flags); unset keeps the

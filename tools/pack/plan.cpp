@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <set>
 
+#include "pack/fairy2i.h"
 #include "pack/ternarize.h"
 #include "tern/error.h"
 #include "tern/quant.h"
@@ -40,6 +41,7 @@ struct Expect {
 
 std::vector<Expect> expected_tensors(const HfConfig& c, bool with_output) {
   const Family& fam = *c.family;
+  const Role linear_role = fam.phase_linears ? Role::Phase : Role::Ternary;
   const uint64_t H = c.hidden_size, F = c.intermediate_size, V = c.vocab_size;
   const uint64_t Q = c.q_rows(), KV = c.kv_rows();
   // HF checkpoints rotate halves; a Pairs file gets llama.cpp's permutation.
@@ -55,7 +57,7 @@ std::vector<Expect> expected_tensors(const HfConfig& c, bool with_output) {
                       uint32_t heads = 0) {
       if (c.linear_norm_eps)
         e.push_back({s + src + ".rms_norm.weight", g + name + ".rms_norm.weight", Role::Norm, {cols}});
-      e.push_back({s + src + ".weight", g + name + ".weight", Role::Ternary, {rows, cols}, heads});
+      e.push_back({s + src + ".weight", g + name + ".weight", linear_role, {rows, cols}, heads});
     };
     e.push_back({s + "input_layernorm.weight", g + "attn_norm.weight", Role::Norm, {H}});
     linear("self_attn.q_proj", "attn_q", Q, H, permute ? c.n_heads : 0);
@@ -72,7 +74,11 @@ std::vector<Expect> expected_tensors(const HfConfig& c, bool with_output) {
     linear("mlp.down_proj", "ffn_down", H, F);
   }
   e.push_back({"model.norm.weight", "output_norm.weight", Role::Norm, {H}});
-  if (with_output) e.push_back({"lm_head.weight", "output.weight", Role::Embedding, {V, H}});
+  // Fairy2i quantizes the head too; tied, from the embedding's values.
+  if (fam.phase_linears)
+    e.push_back({with_output ? "lm_head.weight" : "model.embed_tokens.weight", "output.weight", Role::Phase, {V, H}});
+  else if (with_output)
+    e.push_back({"lm_head.weight", "output.weight", Role::Embedding, {V, H}});
   return e;
 }
 
@@ -97,6 +103,8 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 }  // namespace
 
 PackInputs load_inputs(const PackOptions& o) {
+  if (o.fairy2i_stages < 0 || o.fairy2i_stages > 8)
+    throw Error("pack: --fairy2i-stages must be 1 to 8, not " + std::to_string(o.fairy2i_stages));
   if (o.type != TensorType::TQ2_0 && o.type != TensorType::TQ1_0)
     throw Error("pack: output type must be TQ2_0 or TQ1_0, not " +
                 std::string(gguf::traits(o.type).name));
@@ -114,6 +122,15 @@ PackInputs load_inputs(const PackOptions& o) {
   in.output_type = o.output_type;
   in.embedding_type = o.embedding_type;
   in.cfg = load_config(o.input_dir + "/config.json");
+  if (o.fairy2i_stages) {
+    // Fairy2i-W2 publishes LLaMA-2 master weights: a float Llama checkpoint.
+    const std::string cfg_path = o.input_dir + "/config.json";
+    if (in.cfg.family != family_by_hf_arch("LlamaForCausalLM") || in.cfg.is_bitnet() || in.cfg.linear_norm_eps)
+      throw file_error(cfg_path, "--fairy2i needs a float LlamaForCausalLM checkpoint, not " + in.cfg.architecture +
+                                     (in.cfg.is_bitnet() ? " with quantization_config bitnet" : ""));
+    in.cfg.family = &fairy2i_family();
+    in.phase_stages = o.fairy2i_stages;
+  }
   in.tok = tok::load_checkpoint_tokenizer(o.input_dir);
   in.ckpt = Checkpoint::open(o.input_dir);
   in.name = basename_of(o.input_dir);
@@ -139,6 +156,8 @@ PackInputs load_inputs(const PackOptions& o) {
   token(std::nullopt, in.tok.unk, "unk", false);
 
   in.tied = c.tie_word_embeddings || !in.ckpt.find("lm_head.weight");
+  if (in.phase_stages && in.output_type)
+    throw Error("pack: --output-type does not apply to --fairy2i, whose head is phase-quantized");
   if (in.tied && in.output_type && in.embedding_type && *in.output_type != *in.embedding_type)
     throw file_error(o.input_dir, "the embeddings are tied (one tensor is also the head): "
                                   "--output-type and --token-embedding-type must agree");
@@ -156,6 +175,9 @@ PackInputs load_inputs(const PackOptions& o) {
     t.rows = e.shape.size() == 2 ? e.shape[0] : 1;
     t.cols = e.shape.back();
     const bool packed = e.role == Role::Ternary && st_t->dtype == "U8";
+    if (e.role == Role::Phase && (e.shape[0] % 2 || e.shape[1] % 2))
+      throw file_error(st_t->file->path(), "tensor '" + e.src + "' has shape " + dims_string(e.shape) +
+                                               "; Fairy2i splits a linear into complex halves, so both sides must be even");
     if (packed) {
       const std::vector<uint64_t> want{t.rows / kPerByte, t.cols};
       if (t.rows % kPerByte != 0 || st_t->shape != want)
@@ -184,8 +206,11 @@ PackInputs load_inputs(const PackOptions& o) {
                                                  dims_string(e.shape) + " (from config.json)");
     }
     if (e.role == Role::Ternary) ++n_linear, n_packed += packed;
-    t.dims = e.shape.size() == 2 ? std::vector<uint64_t>{t.stored_cols(), t.rows}
-                                 : std::vector<uint64_t>{t.cols};
+    if (e.role == Role::Phase)  // [2 * padded complex columns, real rows, stages]
+      t.dims = {2 * uint64_t(phase_cols(int64_t(t.cols / 2))), t.rows, uint64_t(in.phase_stages)};
+    else
+      t.dims = e.shape.size() == 2 ? std::vector<uint64_t>{t.stored_cols(), t.rows}
+                                   : std::vector<uint64_t>{t.cols};
     if (e.permute_heads) t.perm = qk_row_permutation(static_cast<uint32_t>(t.rows), e.permute_heads);
     used.insert(e.src);
     dtypes.insert(st_t->dtype);
@@ -195,7 +220,8 @@ PackInputs load_inputs(const PackOptions& o) {
     throw file_error(in.ckpt.label(), "mixes packed uint8 and float linear weights (" +
                                           std::to_string(n_packed) + " of " +
                                           std::to_string(n_linear) + " packed)");
-  in.rule = n_packed ? ScaleRule::Packed
+  in.rule = in.phase_stages ? ScaleRule::Phase
+            : n_packed ? ScaleRule::Packed
             : (c.is_bitnet() || c.family->latent_weights || o.force_ternarize) ? ScaleRule::Absmean
                                                                                 : ScaleRule::PerRow;
   if (c.tie_word_embeddings) used.insert("lm_head.weight");  // redundant copy some exports keep
@@ -214,6 +240,7 @@ const char* scale_rule_name(ScaleRule r) {
     case ScaleRule::PerRow: return "per-row";
     case ScaleRule::Absmean: return "absmean-per-tensor";
     case ScaleRule::Packed: return "packed-per-tensor";
+    case ScaleRule::Phase: return "fairy2i-phase";
   }
   return "?";
 }
@@ -261,6 +288,11 @@ std::optional<TensorType> requested_type(const PackInputs& in, const PlanTensor&
 
 void analyze(const PackInputs& in, PlanTensor& t, TensorType ternary_type) {
   if (t.role == Role::Ternary) return analyze_ternary(t, read_values(in, t), in.rule, ternary_type);
+  if (t.role == Role::Phase) {
+    t.type = TensorType::FAIRY2I;
+    t.scales = phase_quantize_checked(in, t, read_values(in, t)).scales;
+    return;
+  }
   if (const std::optional<TensorType> want = requested_type(in, t)) {
     if (*want == TensorType::Q8_0 && t.cols % QK8_0 != 0)
       throw file_error(t.src->file->path(), "tensor '" + t.src_name + "' rows of " + std::to_string(t.cols) +
@@ -371,6 +403,18 @@ std::vector<uint8_t> encode_float(const PlanTensor& t, std::span<const float> va
     std::memcpy(&out[2 * i], &h, 2);
   }
   return out;
+}
+
+PhaseQuantized phase_quantize_checked(const PackInputs& in, const PlanTensor& t, const std::vector<float>& data) {
+  for (uint64_t i = 0; i < data.size(); ++i)
+    if (!std::isfinite(data[i]))
+      throw file_error(t.src->file->path(), "tensor '" + t.src_name + "' row " + std::to_string(i / t.cols) +
+                                                " has a non-finite value");
+  return phase_quantize(data.data(), int64_t(t.rows), int64_t(t.cols), in.phase_stages);
+}
+
+std::vector<uint8_t> encode_phase(const PackInputs& in, const PlanTensor& t, const std::vector<float>& data) {
+  return phase_blocks(phase_quantize_checked(in, t, data));
 }
 
 std::vector<uint8_t> encode_ternary(const PlanTensor& t, const std::vector<float>& data, ScaleRule rule) {

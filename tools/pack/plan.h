@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "pack/fairy2i.h"
 #include "pack/hf_config.h"
 #include "pack/packer.h"
 #include "pack/safetensors.h"
@@ -18,14 +19,16 @@
 
 namespace tern::pack {
 
-enum class Role { Ternary, Norm, Embedding };
+// Phase: a Fairy2i linear (every linear and the head under --fairy2i).
+enum class Role { Ternary, Phase, Norm, Embedding };
 
 // Where a ternary tensor's trits and scale come from. PerRow: float weights
 // already ternary, W = s_r * T exactly (TriLM). Absmean: float latent
 // weights, T = clamp(round(W / s)), s = mean|W| per tensor (BitNet
 // training). Packed: uint8, four 2-bit codes per byte along the rows, and a
 // weight_scale tensor (transformers' bitnet quantization).
-enum class ScaleRule { PerRow, Absmean, Packed };
+// Phase: Fairy2i (docs/FAIRY2I.md), per-matrix axis scales of each stage.
+enum class ScaleRule { PerRow, Absmean, Packed, Phase };
 const char* scale_rule_name(ScaleRule r);  // the tern.scale_rule value
 
 struct PlanTensor {
@@ -39,7 +42,8 @@ struct PlanTensor {
   std::vector<uint64_t> dims;         // GGUF dims: fastest first
   std::vector<uint32_t> perm;         // output row -> source row; empty = identity
   gguf::TensorType type = gguf::TensorType::F32;  // decided by analyze()
-  std::vector<float> scales;          // ternary: 1 (per tensor) or rows (output order)
+  std::vector<float> scales;          // ternary: 1 (per tensor) or rows (output order);
+                                      // phase: [stages][4]
 
   // Columns in the file: a ternary row is whole QK blocks, its tail zero
   // trits (1bitLLM 3B's 3200 and 8640); the loader pads activations to match.
@@ -58,6 +62,7 @@ struct PackInputs {
   Checkpoint ckpt;
   std::vector<PlanTensor> tensors;  // output order
   ScaleRule rule = ScaleRule::PerRow;
+  int phase_stages = 0;             // Fairy2i stages; 0: not a Fairy2i pack
   bool tied = false;                // no output.weight
   std::string name;                 // general.name
   std::string source_dtypes;        // "BF16", or "BF16,F32" when mixed
@@ -96,5 +101,10 @@ void row_trits(const PlanTensor& t, const std::vector<float>& data, ScaleRule ru
 // a float one.
 std::vector<uint8_t> encode_ternary(const PlanTensor& t, const std::vector<float>& data, ScaleRule rule);
 std::vector<uint8_t> encode_float(const PlanTensor& t, std::span<const float> values);
+// A Fairy2i linear's codes and scales (its values checked finite).
+PhaseQuantized phase_quantize_checked(const PackInputs& in, const PlanTensor& t, const std::vector<float>& data);
+// A Fairy2i linear's FAIRY2I bytes, from its values (read_values); analyze()
+// gave it the same scales.
+std::vector<uint8_t> encode_phase(const PackInputs& in, const PlanTensor& t, const std::vector<float>& data);
 
 }  // namespace tern::pack

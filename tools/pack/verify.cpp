@@ -5,6 +5,7 @@
 #include <cstring>
 #include <vector>
 
+#include "pack/fairy2i.h"
 #include "pack/plan.h"
 #include "pack/ternarize.h"
 #include "tern/error.h"
@@ -56,6 +57,25 @@ void check_ternary(const gguf::File& f, const gguf::TensorInfo& info, const Plan
   }
 }
 
+// Every code read back from the bit planes, padding included (code 0).
+void check_phase(const gguf::File& f, const gguf::TensorInfo& info, const PlanTensor& t,
+                 const PhaseQuantized& q) {
+  const int64_t cols = phase_cols(q.m);
+  for (int st = 0; st < q.stages; ++st)
+    for (int64_t r = 0; r < q.n; ++r)
+      for (int64_t j = 0; j < cols; ++j)
+        for (bool w_matrix : {false, true}) {
+          const size_t k = size_t((st * q.n + r) * q.m + j);
+          const uint8_t want = j >= q.m ? 0 : w_matrix ? q.w_codes[k] : q.u_codes[k];
+          const uint8_t got = phase_code(info.data, q.n, cols, st, r, j, w_matrix);
+          if (got != want)
+            throw file_error(f.path(), "tensor " + t.name + " stage " + std::to_string(st) + " " +
+                                           (w_matrix ? "W" : "U") + " row " + std::to_string(r) + " column " +
+                                           std::to_string(j) + " has code " + std::to_string(got) +
+                                           ", the source gives " + std::to_string(want));
+        }
+}
+
 // The stored bytes of rows [first_row, ...) must be the source chunk encoded
 // again: exact for lossless types, the same rounding for requested ones.
 void check_float(const gguf::File& f, const gguf::TensorInfo& info, const PlanTensor& t,
@@ -90,7 +110,7 @@ void verify_packed(const PackOptions& o, const std::function<void(uint64_t)>& pr
     throw file_error(f.path(), "tern.linear_norm_eps differs from quantization_config.rms_norm_eps");
   expect_string("tern.activation_mode", in.cfg.int8_activations() ? "int8" : "float");
   const uint64_t ftype = o.type == TensorType::TQ1_0 ? 36 : 37;
-  if (f.get("general.file_type").as_uint("general.file_type") != ftype)
+  if (!in.phase_stages && f.get("general.file_type").as_uint("general.file_type") != ftype)
     throw file_error(f.path(), "general.file_type is not " + std::to_string(ftype));
   // The tokenizer as the file carries it must be the checkpoint's.
   const tok::Spec got = tok::read_spec(f);
@@ -115,6 +135,13 @@ void verify_packed(const PackOptions& o, const std::function<void(uint64_t)>& pr
       const gguf::TensorInfo& info = f.tensor(t.name, types, t.dims);
       check_scales(f, t);
       check_ternary(f, info, t, data, in.rule);
+    } else if (t.role == Role::Phase) {
+      const PhaseQuantized q = phase_quantize_checked(in, t, read_values(in, t));
+      t.type = TensorType::FAIRY2I;
+      t.scales = q.scales;
+      const TensorType types[] = {t.type};
+      check_scales(f, t);
+      check_phase(f, f.tensor(t.name, types, t.dims), t, q);
     } else {
       analyze(in, t, o.type);
       const TensorType types[] = {t.type};
