@@ -39,6 +39,8 @@ struct Config {
   FfnAct ffn_act = FfnAct::SiLU;
   RopeStyle rope = RopeStyle::Pairs;
   bool sub_norms = false;
+  // Fairy2i: every linear and the head are phase linears (Linear::phase).
+  bool phase = false;
   // An RMSNorm on the input of every ternary linear (transformers'
   // use_rms_norm, Falcon-E): its eps, 0 when the file has none.
   float linear_norm_eps = 0;
@@ -53,10 +55,12 @@ struct FloatMatrix : DenseMatrix {
   void row(int64_t r, float* out) const;  // dequantize one row
 };
 
-// A ternary linear y = W x with its exact f32 row scales.
+// A ternary linear y = W x with its exact f32 row scales, or in a Fairy2i
+// model a phase linear (phase.data set, w unused).
 struct Linear {
   TernaryMatrix w;
-  std::vector<float> scales;          // [w.rows]
+  PhaseMatrix phase;                  // Fairy2i: [phase.rows complex rows x phase.cols] per stage
+  std::vector<float> scales;          // [w.rows]; Fairy2i: [phase.stages][4]
   const float* in_norm = nullptr;     // [logical cols] its input's RMSNorm weight, if the file has them
   std::vector<uint8_t> converted;     // w's TQ2_0 bytes when the file holds another type (I2_S);
                                       // freed (w.data null) once a kernel has prepared its layout
@@ -81,7 +85,8 @@ struct Weights {
   FloatMatrix token_embd;             // [vocab x dim]
   std::vector<LayerWeights> layers;   // [n_layers]
   const float* output_norm = nullptr; // [dim]
-  FloatMatrix output;                 // [vocab x dim]; token_embd when tied
+  FloatMatrix output;                 // [vocab x dim]; token_embd when tied; empty for Fairy2i
+  Linear output_phase;                // Fairy2i: the head [vocab x dim] as a phase linear
 };
 
 // A zero-filled array from calloc. Large ones come straight from mmap, so
@@ -121,7 +126,8 @@ struct RunState {
   std::vector<float> hb2;      // [max_batch][hidden_dim] up
   std::vector<float> att;      // [threads][n_heads / n_kv_heads][max_seq] attention scores
   std::vector<float> xpad;     // [max_batch][widest K] input padded to whole blocks or
-                               // through a linear's own norm; empty when neither is needed
+                               // through a linear's own norm; Fairy2i: [max_batch][2 *
+                               // widest padded complex width]; empty when none is needed
   std::vector<int8_t> xq;      // [max_batch][widest K] int8 input, K = padded_cols(width)
   std::vector<float> xq_scale; // [max_batch] 127 / absmax per token
   std::vector<int32_t> isum;   // [max_batch][max(q_dim + 2 kv_dim, 2 hidden_dim, dim)] int8 sums
@@ -217,6 +223,7 @@ class Model {
     float* y;
   };
   void linears(std::initializer_list<Product> ps, const float* x, int n, int in_dim);
+  void phase_linears(std::initializer_list<Product> ps, const float* x, int n, int in_dim);
 
   gguf::File file_;
   const KernelSet* kernels_ = nullptr;

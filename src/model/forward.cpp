@@ -12,6 +12,7 @@
 #include "tern/input_file.h"
 #include "tern/model.h"
 #include "tern/ops.h"
+#include "tern/phase.h"
 #include "tern/quant.h"
 
 namespace tern {
@@ -89,7 +90,10 @@ void Model::resize_state(int max_seq, int max_batch) {
   s.hb.assign(B * c.hidden_dim, 0.0f);
   s.hb2.assign(B * c.hidden_dim, 0.0f);
   s.att.assign(att, 0.0f);
-  s.xpad.assign(padded || c.linear_norm_eps > 0 ? B * widest : 0, 0.0f);
+  // Fairy2i: each half of the input padded to whole blocks of complex columns.
+  const size_t phase_widest =
+      2 * size_t(std::max({phase_cols(c.dim / 2), phase_cols(c.q_dim() / 2), phase_cols(c.hidden_dim / 2)}));
+  s.xpad.assign(c.phase ? B * phase_widest : padded || c.linear_norm_eps > 0 ? B * widest : 0, 0.0f);
   s.xq.assign(B * widest, 0);
   s.xq_scale.assign(B, 0.0f);
   // Sums of the widest group of products sharing an input (linears).
@@ -106,7 +110,38 @@ void Model::resize_state(int max_seq, int max_batch) {
 // a decode step waits at one barrier per group instead of one per matrix.
 // The input is quantized once per group in int8 mode; either way the kernels
 // read rows of K = padded_cols(in_dim), the padding zero.
+// Fairy2i's products: each input row split into its real half a = x[:m]
+// and imaginary half b = x[m:], each padded with zeros to the matrix's
+// complex columns, then the complex rows handed out as linears() does.
+void Model::phase_linears(std::initializer_list<Product> ps, const float* x, int n, int in_dim) {
+  RunState& s = state_;
+  const size_t m = size_t(in_dim / 2), K = size_t(ps.begin()->l->phase.cols);
+  for (size_t i = 0; i < size_t(n); ++i) {
+    const float* in = x + i * size_t(in_dim);
+    float* row = s.xpad.data() + i * 2 * K;
+    std::copy(in, in + m, row);
+    std::fill(row + m, row + K, 0.0f);
+    std::copy(in + m, in + 2 * m, row + K);
+    std::fill(row + K + m, row + 2 * K, 0.0f);
+  }
+  int64_t total = 0;
+  for (const Product& p : ps) total += p.l->phase.rows;
+  const int64_t chunk = row_chunk(total, pool_->size());
+  pool_->run([&](int) {
+    pool_->for_chunks(total, chunk, [&](int64_t b, int64_t e) {
+      int64_t first = 0;
+      for (const Product& p : ps) {
+        const PhaseMatrix& w = p.l->phase;
+        const int64_t r0 = std::max(b - first, int64_t(0)), r1 = std::min(e - first, w.rows);
+        if (r0 < r1) kernels_->phase_gemm(w, s.xpad.data(), n, p.y, 2 * w.rows, r0, r1);
+        first += w.rows;
+      }
+    });
+  });
+}
+
 void Model::linears(std::initializer_list<Product> ps, const float* x, int n, int in_dim) {
+  if (ps.begin()->l->phase.data) return phase_linears(ps, x, n, in_dim);
   const KernelSet& k = *kernels_;
   RunState& s = state_;
   const bool int8 = config_.act_mode == ActMode::Int8;
@@ -276,6 +311,7 @@ void Model::forward_batch(const int32_t* tokens, int n, int pos, float* logits, 
     ops::rmsnorm(s.xb.data() + size_t(i) * D, s.x.data() + size_t(i) * D, w.output_norm, D,
                  c.norm_eps);
   const int64_t V = c.vocab_size;
+  if (c.phase) return linears({{&w.output_phase, logits}}, s.xb.data() + size_t(first) * D, n - first, D);
   // The head is read once per call, each chunk of rows streamed once
   // against every token of the batch.
   pool_->run([&](int) {

@@ -11,6 +11,7 @@
 #include <exception>
 
 #include "tern/error.h"
+#include "tern/phase.h"
 #include "tern/quant.h"
 
 namespace tern {
@@ -21,6 +22,8 @@ using gguf::TensorType;
 constexpr std::array kFloatTypes{TensorType::F32, TensorType::F16, TensorType::BF16, TensorType::Q8_0};
 constexpr std::array kF32{TensorType::F32};
 constexpr std::array kTernaryTypes{TensorType::TQ2_0, TensorType::TQ1_0, TensorType::I2_S};
+constexpr std::array kPhaseTypes{TensorType::FAIRY2I};
+constexpr uint64_t kMaxStages = 8;
 
 int hparam(const gguf::File& f, const std::string& key, int lo, int hi) {
   const uint64_t v = f.get(key).as_uint(key);
@@ -77,6 +80,7 @@ Config read_config(const gguf::File& f) {
   c.ffn_act = c.family->ffn_act;
   c.rope = c.family->rope;
   c.sub_norms = c.family->has_sub_norms();
+  c.phase = c.family->phase_linears;
   if (const gguf::Value* eps = f.find("tern.linear_norm_eps")) {
     c.linear_norm_eps = float(eps->as_float("tern.linear_norm_eps"));
     if (!(c.linear_norm_eps > 0) || !std::isfinite(c.linear_norm_eps))
@@ -218,6 +222,41 @@ Linear load_linear(const gguf::File& f, const std::string& name, int64_t rows, i
   return l;
 }
 
+// A Fairy2i linear (include/tern/phase.h): dims [2 * phase_cols(cols / 2),
+// rows, stages], its stages x 4 scales in tern.scale.<name>. Every bit
+// pattern is a valid code, so only the scales need checking.
+Linear load_phase(const gguf::File& f, const std::string& name, int64_t rows, int64_t cols) {
+  if (rows % 2 || cols % 2)
+    throw file_error(f.path(), "tensor '" + name + "' is " + std::to_string(rows) + " x " + std::to_string(cols) +
+                                   "; a Fairy2i linear needs even sides");
+  const uint64_t pc = uint64_t(phase_cols(cols / 2));
+  const gguf::TensorInfo* found = f.find_tensor(name);
+  const uint64_t stages = found && found->dims.size() == 3 ? found->dims[2] : 2;
+  if (stages < 1 || stages > kMaxStages)
+    throw file_error(f.path(), "tensor '" + name + "' has " + std::to_string(stages) + " stages, expected 1 to " +
+                                   std::to_string(kMaxStages));
+  const std::array<uint64_t, 3> dims{2 * pc, uint64_t(rows), stages};
+  const gguf::TensorInfo& t = f.tensor(name, kPhaseTypes, dims);
+  const std::string key = "tern.scale." + name;
+  const gguf::Value* stored = f.find(key);
+  if (!stored) throw file_error(f.path(), "missing key " + key + " (the scales of Fairy2i tensor '" + name + "')");
+  Linear l;
+  l.scales = stored->as_f32_array(key);
+  if (l.scales.size() != 4 * stages)
+    throw file_error(f.path(), key + " has " + std::to_string(l.scales.size()) + " values, expected " +
+                                   std::to_string(4 * stages) + " (4 per stage)");
+  for (size_t i = 0; i < l.scales.size(); ++i)
+    if (!std::isfinite(l.scales[i]) || !(l.scales[i] > 0))
+      throw file_error(f.path(), key + "[" + std::to_string(i) + "] is " + std::to_string(l.scales[i]) +
+                                     ", not a positive finite scale");
+  l.phase = PhaseMatrix{rows / 2, int64_t(pc), int(stages), t.data, l.scales.data()};
+  return l;
+}
+
+int64_t phase_bytes(const PhaseMatrix& p) {
+  return p.stages * p.rows * (p.cols / kPhaseBlock) * int64_t(sizeof(BlockPhase)) + 4 * p.stages * int64_t(sizeof(float));
+}
+
 }  // namespace
 
 void FloatMatrix::row(int64_t r, float* out) const {
@@ -244,6 +283,7 @@ void Model::load_layer(int l) {
   const Config& c = config_;
   const std::string p = "blk." + std::to_string(l) + ".";
   LayerWeights& L = weights_.layers[size_t(l)];
+  const auto load_linear = c.phase ? tern::load_phase : tern::load_linear;
   L.attn_norm = norm_vector(f, p + "attn_norm.weight", c.dim);
   L.wq = load_linear(f, p + "attn_q.weight", c.q_dim(), c.dim);
   L.wk = load_linear(f, p + "attn_k.weight", c.kv_dim(), c.dim);
@@ -261,7 +301,7 @@ void Model::load_layer(int l) {
       {&L.w_down, "ffn_down", c.hidden_dim}};
   for (auto [lin, name, width] : linears) {
     if (c.linear_norm_eps > 0) lin->in_norm = norm_vector(f, p + name + ".rms_norm.weight", width);
-    if (!kernels_->prepare) continue;
+    if (!kernels_->prepare || c.phase) continue;
     // A prepared kernel reads only its own layout, so the stored bytes are
     // let go once copied: file pages released, an I2_S repack freed.
     // Otherwise both copies would stay resident.
@@ -302,10 +342,12 @@ int64_t Model::n_params() const {
 
 int64_t Model::bytes_per_token() const {
   const Config& c = config_;
-  int64_t bytes = weights_.output.rows * dense_row_bytes(weights_.output.type, weights_.output.cols) +
-                  norm_floats(c) * int64_t(sizeof(float));
+  int64_t bytes = norm_floats(c) * int64_t(sizeof(float));
+  bytes += c.phase ? phase_bytes(weights_.output_phase.phase)
+                   : weights_.output.rows * dense_row_bytes(weights_.output.type, weights_.output.cols);
   for_each_linear(weights_, [&](const Linear& l) {
-    bytes += l.w.packed ? kernels_->prepared_bytes(l.w)
+    bytes += l.phase.data ? phase_bytes(l.phase)
+           : l.w.packed ? kernels_->prepared_bytes(l.w)
                         : l.w.rows * ternary_row_bytes(l.w.type, l.w.cols) + l.w.rows * int64_t(sizeof(float));
   });
   return bytes;
@@ -352,7 +394,7 @@ std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
   m->state_.v_type = opts.cache_type_v;
   const gguf::File& f = m->file_;
   Config& c = m->config_ = read_config(f);
-  m->kernels_ = &select_kernels(opts.kernel, c.act_mode);
+  m->kernels_ = &select_kernels(opts.kernel, c.act_mode, c.phase);
   Weights& w = m->weights_;
 
   const gguf::TensorInfo* emb = f.find_tensor("token_embd.weight");
@@ -380,16 +422,17 @@ std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
   });
   for (const std::exception_ptr& e : errors)
     if (e) std::rethrow_exception(e);
-  c.weight_type = w.layers[0].wq.w.type;
+  c.weight_type = c.phase ? TensorType::FAIRY2I : w.layers[0].wq.w.type;
   w.output_norm = norm_vector(f, "output_norm.weight", c.dim);
-  c.tied_output = f.find_tensor("output.weight") == nullptr;
-  w.output = c.tied_output ? w.token_embd : float_matrix(f, "output.weight", c.vocab_size, c.dim);
+  c.tied_output = !c.phase && f.find_tensor("output.weight") == nullptr;
+  if (c.phase) w.output_phase = load_phase(f, "output.weight", c.vocab_size, c.dim);
+  else w.output = c.tied_output ? w.token_embd : float_matrix(f, "output.weight", c.vocab_size, c.dim);
   m->check_finite(f, "token_embd.weight", w.token_embd);
   if (!c.tied_output) {
     // An untied embedding is read a row per token: the scan must not leave
     // all of it resident.
     f.release(*f.find_tensor("token_embd.weight"));
-    m->check_finite(f, "output.weight", w.output);
+    if (!c.phase) m->check_finite(f, "output.weight", w.output);
   }
   if (opts.run_state) m->reset(opts.ctx);
   return m;

@@ -1,0 +1,203 @@
+// Fairy2i phase kernels (kernels.h PhaseGemm): the scalar set against the
+// widely-linear map y_c = sum over stages of U x_c + W conj(x_c) computed in
+// double from the codes, every other set with a Fairy2i path against scalar
+// bit for bit, on one and many complex rows, widths that are one block, many
+// blocks, and padded, one vector and a batch, row ranges, and edge codes
+// (all one code, all zero activations).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <complex>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "tern/error.h"
+#include "tern/kernels.h"
+#include "tern/phase.h"
+
+namespace tern {
+namespace {
+
+using cd = std::complex<double>;
+
+struct Phase {
+  int64_t n = 0, m = 0, cols = 0;  // complex rows, logical and padded complex columns
+  int stages = 0;
+  std::vector<uint8_t> u, w;       // [stages][n][m] codes 0..3
+  std::vector<BlockPhase> blocks;
+  std::vector<float> scales;
+  PhaseMatrix pm;
+};
+
+// code -1: random; else every entry that code.
+Phase make_phase(int64_t n, int64_t m, int stages, uint32_t seed, int code = -1) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> c(0, 3);
+  std::uniform_real_distribution<float> sc(0.01f, 0.5f);
+  Phase p;
+  p.n = n, p.m = m, p.cols = phase_cols(m), p.stages = stages;
+  const int64_t nb = p.cols / kPhaseBlock;
+  p.blocks.assign(size_t(stages * n * nb), BlockPhase{0, 0, 0, 0});
+  for (int st = 0; st < stages; ++st)
+    for (int64_t r = 0; r < n; ++r)
+      for (int64_t j = 0; j < p.cols; ++j) {
+        // Padding columns get random codes too: zero activations must cancel them.
+        const uint8_t cu = uint8_t(code < 0 ? c(rng) : code), cw = uint8_t(code < 0 ? c(rng) : code);
+        if (j < m) p.u.push_back(cu), p.w.push_back(cw);
+        BlockPhase& b = p.blocks[size_t((st * n + r) * nb + j / kPhaseBlock)];
+        const uint64_t bit = uint64_t(1) << (j % kPhaseBlock);
+        if (cu & 1) b.u_axis |= bit;
+        if (cu & 2) b.u_sign |= bit;
+        if (cw & 1) b.w_axis |= bit;
+        if (cw & 2) b.w_sign |= bit;
+      }
+  for (int i = 0; i < 4 * stages; ++i) p.scales.push_back(sc(rng));
+  p.pm = PhaseMatrix{n, p.cols, stages, reinterpret_cast<const uint8_t*>(p.blocks.data()), p.scales.data()};
+  return p;
+}
+
+// Input vectors [count][2 * cols]: a then b, each zero past m.
+std::vector<float> make_x(const Phase& p, int64_t count, uint32_t seed, bool zero = false) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> v(0.0f, 1.0f);
+  std::vector<float> x(size_t(count * 2 * p.cols), 0.0f);
+  for (int64_t i = 0; i < count; ++i)
+    for (int64_t j = 0; j < p.m; ++j) {
+      x[size_t(i * 2 * p.cols + j)] = zero ? 0.0f : v(rng);
+      x[size_t(i * 2 * p.cols + p.cols + j)] = zero ? 0.0f : v(rng);
+    }
+  return x;
+}
+
+// The published form: complex codes times the axis scales, U x + W conj(x).
+std::vector<double> widely_linear(const Phase& p, const float* x) {
+  const cd unit[4] = {{1, 0}, {0, 1}, {-1, 0}, {0, -1}};
+  std::vector<double> y(size_t(2 * p.n), 0.0);
+  for (int st = 0; st < p.stages; ++st) {
+    const float* s = &p.scales[size_t(4 * st)];
+    for (int64_t r = 0; r < p.n; ++r) {
+      cd acc = 0;
+      for (int64_t j = 0; j < p.m; ++j) {
+        const size_t k = size_t((st * p.n + r) * p.m + j);
+        const cd xc(x[j], x[p.cols + j]);
+        const cd u = unit[p.u[k]] * cd(p.u[k] & 1 ? s[kUim] : s[kUre], 0);
+        const cd w = unit[p.w[k]] * cd(p.w[k] & 1 ? s[kWim] : s[kWre], 0);
+        acc += u * xc + w * std::conj(xc);
+      }
+      y[size_t(r)] += acc.real();
+      y[size_t(p.n + r)] += acc.imag();
+    }
+  }
+  return y;
+}
+
+std::vector<float> run(const KernelSet& ks, const Phase& p, const std::vector<float>& x, int64_t count,
+                       int64_t r0, int64_t r1) {
+  const int64_t ldy = 2 * p.n + 3;  // a stride wider than the output, to catch stray writes
+  std::vector<float> y(size_t(count * ldy), -7.0f);
+  ks.phase_gemm(p.pm, x.data(), count, y.data(), ldy, r0, r1);
+  for (int64_t i = 0; i < count; ++i)
+    for (int64_t r = 0; r < 2 * p.n + 3; ++r) {
+      const bool written = (r >= r0 && r < r1) || (r >= p.n + r0 && r < p.n + r1);
+      if (!written) EXPECT_EQ(y[size_t(i * ldy + r)], -7.0f) << "stray write at vector " << i << " row " << r;
+    }
+  return y;
+}
+
+struct Shape {
+  int64_t n, m;
+  int stages;
+};
+const Shape kShapes[] = {{1, 64, 1}, {1, 40, 2}, {5, 54, 2}, {16, 128, 2}, {37, 200, 3}, {64, 256, 2}, {3, 1000, 1}};
+
+TEST(PhaseScalar, MatchesTheWidelyLinearMap) {
+  const KernelSet& ks = scalar_kernels();
+  uint32_t seed = 1;
+  for (const Shape& sh : kShapes) {
+    const Phase p = make_phase(sh.n, sh.m, sh.stages, seed++);
+    const int64_t count = 3;
+    const std::vector<float> x = make_x(p, count, seed++);
+    const std::vector<float> y = run(ks, p, x, count, 0, p.n);
+    for (int64_t i = 0; i < count; ++i) {
+      const std::vector<double> want = widely_linear(p, x.data() + i * 2 * p.cols);
+      double scale = 0;
+      for (double v : want) scale = std::max(scale, std::fabs(v));
+      for (int64_t r = 0; r < 2 * p.n; ++r) {
+        EXPECT_NEAR(y[size_t(i * (2 * p.n + 3) + r)], want[size_t(r)], 1e-5 * (scale + 1))
+            << sh.n << "x" << sh.m << " stages " << sh.stages << " vector " << i << " row " << r;
+      }
+    }
+  }
+}
+
+TEST(PhaseScalar, OneCodeEverywhereAndZeroInputs) {
+  const KernelSet& ks = scalar_kernels();
+  for (int code = 0; code < 4; ++code) {
+    const Phase p = make_phase(4, 70, 2, 10 + code, code);
+    const std::vector<float> x = make_x(p, 1, 20 + code);
+    const std::vector<float> y = run(ks, p, x, 1, 0, p.n);
+    const std::vector<double> want = widely_linear(p, x.data());
+    for (int64_t r = 0; r < 2 * p.n; ++r) EXPECT_NEAR(y[size_t(r)], want[size_t(r)], 1e-4) << "code " << code;
+    const std::vector<float> zero = run(ks, p, make_x(p, 1, 0, true), 1, 0, p.n);
+    for (int64_t r = 0; r < 2 * p.n; ++r) EXPECT_EQ(zero[size_t(r)], 0.0f) << "code " << code;
+  }
+}
+
+// The batch is the single vector repeated; a row range is that part of the whole.
+TEST(PhaseScalar, BatchAndRowRangesAgreeWithSingleCalls) {
+  const KernelSet& ks = scalar_kernels();
+  const Phase p = make_phase(37, 200, 2, 3);
+  const int64_t count = 4, ldy = 2 * p.n + 3;
+  const std::vector<float> x = make_x(p, count, 4);
+  const std::vector<float> all = run(ks, p, x, count, 0, p.n);
+  for (int64_t i = 0; i < count; ++i) {
+    const std::vector<float> xi(x.begin() + i * 2 * p.cols, x.begin() + (i + 1) * 2 * p.cols);
+    const std::vector<float> one = run(ks, p, xi, 1, 5, 30);
+    for (int64_t r = 5; r < 30; ++r) {
+      EXPECT_EQ(one[size_t(r)], all[size_t(i * ldy + r)]);
+      EXPECT_EQ(one[size_t(p.n + r)], all[size_t(i * ldy + p.n + r)]);
+    }
+  }
+}
+
+TEST(PhaseScalar, BadCallsAreErrors) {
+  const KernelSet& ks = scalar_kernels();
+  Phase p = make_phase(4, 64, 1, 5);
+  std::vector<float> x = make_x(p, 1, 6), y(64);
+  EXPECT_THROW(ks.phase_gemm(p.pm, x.data(), 1, y.data(), 8, 0, 5), Error);   // past the rows
+  EXPECT_THROW(ks.phase_gemm(p.pm, x.data(), 2, y.data(), 7, 0, 4), Error);   // stride below 2n
+  PhaseMatrix bad = p.pm;
+  bad.cols = 40;  // not whole blocks
+  EXPECT_THROW(ks.phase_gemm(bad, x.data(), 1, y.data(), 8, 0, 4), Error);
+  bad = p.pm;
+  bad.stages = 0;
+  EXPECT_THROW(ks.phase_gemm(bad, x.data(), 1, y.data(), 8, 0, 4), Error);
+}
+
+// Every other set with a Fairy2i path: scalar's bits exactly (kernels.h
+// fixes the order), so logits do not depend on the kernel.
+TEST(PhaseKernels, EverySetMatchesScalarBitForBit) {
+  int compared = 0;
+  for (const KernelSet* ks : all_kernel_sets()) {
+    if (!ks->phase_gemm || ks == &scalar_kernels() || !ks->available(cpu_features())) continue;
+    uint32_t seed = 100;
+    for (const Shape& sh : kShapes)
+      for (int64_t count : {1, 3}) {
+        const Phase p = make_phase(sh.n, sh.m, sh.stages, seed++);
+        const std::vector<float> x = make_x(p, count, seed++);
+        for (auto [r0, r1] : {std::pair<int64_t, int64_t>{0, p.n}, {p.n / 3, p.n - p.n / 4}}) {
+          const std::vector<float> want = run(scalar_kernels(), p, x, count, r0, r1);
+          const std::vector<float> got = run(*ks, p, x, count, r0, r1);
+          ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0)
+              << ks->name << " " << sh.n << "x" << sh.m << " stages " << sh.stages << " n " << count;
+        }
+      }
+    ++compared;
+  }
+  std::printf("[measure] %d kernel sets besides scalar have a Fairy2i path on this CPU\n", compared);
+}
+
+}  // namespace
+}  // namespace tern
