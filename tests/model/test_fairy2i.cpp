@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <span>
 #include <string>
 #include <vector>
@@ -48,12 +47,7 @@ std::vector<float> reference_logits(const std::vector<int32_t>& ids, int stages,
                                     const std::string& tag) {
   const std::string out = (dir / (tag + ".bin")).string();
   tern::test::reference(checkpoint(), "logits " + csv(ids) + " " + quote(out) + fairy(stages), tag, dir);
-  std::ifstream in(out, std::ios::binary | std::ios::ate);
-  if (!in) return {};
-  std::vector<float> logits(size_t(in.tellg()) / sizeof(float));
-  in.seekg(0);
-  in.read(reinterpret_cast<char*>(logits.data()), std::streamsize(logits.size() * sizeof(float)));
-  return logits;
+  return tern::test::read_floats(out);
 }
 
 std::vector<const tern::KernelSet*> phase_sets() {

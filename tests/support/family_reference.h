@@ -39,6 +39,16 @@ inline void reference(const std::string& ckpt, const std::string& args, const st
   ASSERT_EQ(r.exit_code, 0) << r.err;
 }
 
+// The float32 values of a file the reference wrote; empty if it is missing.
+inline std::vector<float> read_floats(const std::string& path) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) return {};
+  std::vector<float> v(size_t(in.tellg()) / sizeof(float));
+  in.seekg(0);
+  in.read(reinterpret_cast<char*>(v.data()), std::streamsize(v.size() * sizeof(float)));
+  return v;
+}
+
 // Logits [ids][vocab] of the reference, or of one of its --mutate variants.
 inline std::vector<float> reference_logits(const std::string& ckpt, const std::vector<int32_t>& ids,
                                            const std::filesystem::path& dir,
@@ -48,12 +58,7 @@ inline std::vector<float> reference_logits(const std::string& ckpt, const std::v
   reference(ckpt,
             "logits " + csv(ids) + " " + quote(out) + (mutate.empty() ? "" : " --mutate " + mutate),
             tag, dir);
-  std::ifstream in(out, std::ios::binary | std::ios::ate);
-  if (!in) return {};
-  std::vector<float> logits(size_t(in.tellg()) / sizeof(float));
-  in.seekg(0);
-  in.read(reinterpret_cast<char*>(logits.data()), std::streamsize(logits.size() * sizeof(float)));
-  return logits;
+  return read_floats(out);
 }
 
 // The ids a reference command (sample, greedy) writes; `args` before OUT.
