@@ -8,6 +8,10 @@
 
 #include "tern/kernels.h"
 
+namespace benchmark {
+class State;
+}
+
 namespace tern::bench {
 
 // L3 size in bytes: TERN_BENCH_L3_BYTES (e.g. "32M") if set, else
@@ -64,5 +68,14 @@ uint64_t read_slice(const RoofBuffer& b, int slice, int threads, const char** is
 // Reads `bytes` (rounded down to 256) from `offset`, split over `threads`
 // like a GEMV's rows: the roof paired with each cold GEMV call.
 uint64_t read_range(const RoofBuffer& b, size_t offset, size_t bytes, int threads);
+
+// roof/read/threads:<T>: the read roof as a benchmark (GB/s counter).
+void bm_roof(benchmark::State& st, int threads);
+
+// Each benchmark program's own: registers its benchmarks.
+void register_all();
+// Google Benchmark's main with a 0.1 s default --benchmark_min_time, around
+// register_all (whose errors are printed as "program: message", exit 1).
+int run_main(int argc, char** argv, const char* program);
 
 }  // namespace tern::bench

@@ -160,39 +160,13 @@ void bm_gemv(benchmark::State& st, const Case& c) {
   st.SetLabel(rot.packed ? "prepared layout" : "gguf layout");
 }
 
-void bm_roof(benchmark::State& st, int threads) {
-  RoofBuffer b;
-  try {
-    b = roof_buffer();
-  } catch (const std::exception& e) {
-    st.SkipWithError(e.what());
-    return;
-  }
-  const char* isa = "";
-  // Persistent, like the cold GEMV rotation: Google Benchmark calls this
-  // function several times, and each call must go on with the least recently
-  // read slice. The untimed call starts the OpenMP threads on the slice the
-  // rotation reaches last.
-  static int slice = 0;
-  read_slice(b, (slice + kRoofSlices - 1) % kRoofSlices, threads, &isa);
-  for (auto _ : st) {
-    uint64_t s = read_slice(b, slice, threads, &isa);
-    benchmark::DoNotOptimize(s);
-    slice = (slice + 1) % kRoofSlices;
-  }
-  const double iters = double(st.iterations());
-  using benchmark::Counter;
-  st.counters["GB/s"] = Counter(iters * double(b.slice_bytes()) / 1e9, Counter::kIsRate, Counter::kIs1000);
-  st.counters["bytes"] = Counter(double(b.slice_bytes()));
-  st.counters["slices"] = Counter(double(kRoofSlices));
-  st.SetLabel(std::string(isa) + " loads");
-}
-
 std::string join(const std::vector<std::string>& v) {
   std::string out;
   for (const auto& s : v) out += (out.empty() ? "" : ", ") + s;
   return out;
 }
+
+}  // namespace
 
 void register_all() {
   for (int t : kThreads) {
@@ -240,29 +214,8 @@ void register_all() {
   benchmark::AddCustomContext("tern_omp_max_threads", std::to_string(omp_get_max_threads()));
 }
 
-}  // namespace
 }  // namespace tern::bench
 
 int main(int argc, char** argv) {
-  // A short default per benchmark keeps the full table to minutes; an
-  // explicit --benchmark_min_time wins.
-  std::vector<char*> args(argv, argv + argc);
-  static char default_min_time[] = "--benchmark_min_time=0.1";
-  bool has_min_time = false;
-  for (int i = 1; i < argc; ++i)
-    has_min_time |= std::strncmp(argv[i], "--benchmark_min_time", 20) == 0;
-  if (!has_min_time) args.insert(args.begin() + 1, default_min_time);
-  int n = int(args.size());
-  args.push_back(nullptr);
-  benchmark::Initialize(&n, args.data());
-  if (benchmark::ReportUnrecognizedArguments(n, args.data())) return 1;
-  try {
-    tern::bench::register_all();
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "tern_bench_kernels: %s\n", e.what());
-    return 1;
-  }
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
+  return tern::bench::run_main(argc, argv, "tern_bench_kernels");
 }

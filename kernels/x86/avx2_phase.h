@@ -4,17 +4,20 @@
 // the unfused scalar kernel reads eight times.
 //
 // A plane's 32-bit word is broadcast and shifted left per lane (vpsllvd) so
-// that column j's bit lands in bit 31 of its lane, which is all vblendvps
-// reads: the sign plane picks x or a pre-negated copy of x (FairyFuse's
-// trick: the minus signs become adds), the axis plane picks that or zero
-// for the real-axis and the imaginary-axis sums. Adding +0 leaves a lane
-// unchanged (a lane that starts at +0 can never become -0), so the sums are
-// the scalar kernel's masked sums exactly.
+// that column j's bit lands in bit 31 of its lane: the sign plane's bit is
+// then the float sign bit to flip (FairyFuse's pre-negation, as one xor:
+// the minus signs become adds), and the axis plane's, spread over the lane
+// by an arithmetic shift, keeps or zeroes the signed input for the
+// real-axis and the imaginary-axis sums. Only logic ops and adds, no
+// blends (one port on many cores). Adding +0 leaves a lane unchanged (a
+// lane that starts at +0 can never become -0), so the sums are the scalar
+// kernel's masked sums exactly.
 //
 // Sixteen accumulators (eight sums of 16 lanes) would take every ymm
-// register, so a row runs twice per stage: lanes 0..7 of every sum (columns
-// 16g .. 16g + 7), then lanes 8..15; the second pass finds the row's planes
-// and the input in cache. The reduction then adds lane j and j + 8 (the two
+// register and spill, so a row runs four passes per stage, one per matrix
+// (U, W) and lane half (columns 16g .. 16g + 7, then 16g + 8 .. 16g + 15),
+// each with four accumulators; the later passes find the row's planes and
+// the input in cache. The reduction then adds lane j and j + 8 (the two
 // passes' vectors), j + 4, j + 2, j + 1, as kernels.h orders it.
 #pragma once
 #include <immintrin.h>
@@ -27,44 +30,37 @@
 namespace tern::kernels_detail {
 namespace {
 
-// The eight sums of kernels.h's order, one 8-lane half of each.
-struct PhaseSums {
-  __m256 s[8];
+// Lanes `half` * 8 .. + 7 of one matrix's four sums (matrix 0: U, 1: W),
+// in the order T_r a, T_i b, T_r b, T_i a; x = a, then b.
+struct MatrixSums {
+  __m256 ra, ib, rb, ia;
 };
 
-// Lanes `half` * 8 .. + 7 of the sums of one row and stage; x = a, then b.
-inline PhaseSums phase_half(const BlockPhase* row, int64_t nb, const float* a, const float* b, int half) {
+inline MatrixSums phase_pass(const BlockPhase* row, int64_t nb, const float* a, const float* b, int half,
+                             int matrix) {
   const __m256 zero = _mm256_setzero_ps(), neg = _mm256_set1_ps(-0.0f);
   // Bit 8 * half + lane, or that plus 16, moved to bit 31.
   const __m256i lo = _mm256_setr_epi32(31, 30, 29, 28, 27, 26, 25, 24);
-  const __m256i sh[2] = {_mm256_sub_epi32(lo, _mm256_set1_epi32(8 * half)),
-                         _mm256_sub_epi32(lo, _mm256_set1_epi32(8 * half + 16))};
-  PhaseSums acc;
-  for (auto& v : acc.s) v = zero;
+  const __m256i sh0 = _mm256_sub_epi32(lo, _mm256_set1_epi32(8 * half));
+  const __m256i sh1 = _mm256_sub_epi32(sh0, _mm256_set1_epi32(16));
+  MatrixSums acc{zero, zero, zero, zero};
   for (int64_t blk = 0; blk < nb; ++blk) {
-    const auto* planes = reinterpret_cast<const uint32_t*>(row + blk);  // u_axis, u_sign, w_axis, w_sign
-    for (int word = 0; word < 2; ++word) {  // 32 columns per 32-bit word
-      const __m256i ua = _mm256_set1_epi32(int(planes[0 + word])), us = _mm256_set1_epi32(int(planes[2 + word]));
-      const __m256i wa = _mm256_set1_epi32(int(planes[4 + word])), ws = _mm256_set1_epi32(int(planes[6 + word]));
-      for (int g = 0; g < 2; ++g) {  // the 16-column groups of the word
+    // The block's 32-bit words: u_axis, u_sign, w_axis, w_sign, two each.
+    const auto* words = reinterpret_cast<const uint32_t*>(row + blk) + 4 * matrix;
+    for (int word = 0; word < 2; ++word) {  // 32 columns per word
+      const __m256i axis = _mm256_set1_epi32(int(words[word])), sign = _mm256_set1_epi32(int(words[2 + word]));
+      for (int g = 0; g < 2; ++g) {  // its 16-column groups
+        const __m256i sh = g ? sh1 : sh0;
         const int64_t col = blk * kPhaseBlock + word * 32 + g * 16 + half * 8;
         const __m256 xa = _mm256_loadu_ps(a + col), xb = _mm256_loadu_ps(b + col);
-        const __m256 na = _mm256_xor_ps(xa, neg), nb_ = _mm256_xor_ps(xb, neg);
-        const __m256 mua = _mm256_castsi256_ps(_mm256_sllv_epi32(ua, sh[g]));
-        const __m256 mus = _mm256_castsi256_ps(_mm256_sllv_epi32(us, sh[g]));
-        const __m256 mwa = _mm256_castsi256_ps(_mm256_sllv_epi32(wa, sh[g]));
-        const __m256 mws = _mm256_castsi256_ps(_mm256_sllv_epi32(ws, sh[g]));
-        const __m256 ua_ = _mm256_blendv_ps(xa, na, mus), ub_ = _mm256_blendv_ps(xb, nb_, mus);
-        const __m256 wa_ = _mm256_blendv_ps(xa, na, mws), wb_ = _mm256_blendv_ps(xb, nb_, mws);
-        // TrUa, TiUb, TrWa, TiWb, TrUb, TiUa, TrWb, TiWa
-        acc.s[0] = _mm256_add_ps(acc.s[0], _mm256_blendv_ps(ua_, zero, mua));
-        acc.s[1] = _mm256_add_ps(acc.s[1], _mm256_blendv_ps(zero, ub_, mua));
-        acc.s[2] = _mm256_add_ps(acc.s[2], _mm256_blendv_ps(wa_, zero, mwa));
-        acc.s[3] = _mm256_add_ps(acc.s[3], _mm256_blendv_ps(zero, wb_, mwa));
-        acc.s[4] = _mm256_add_ps(acc.s[4], _mm256_blendv_ps(ub_, zero, mua));
-        acc.s[5] = _mm256_add_ps(acc.s[5], _mm256_blendv_ps(zero, ua_, mua));
-        acc.s[6] = _mm256_add_ps(acc.s[6], _mm256_blendv_ps(wb_, zero, mwa));
-        acc.s[7] = _mm256_add_ps(acc.s[7], _mm256_blendv_ps(zero, wa_, mwa));
+        // Full-lane axis mask; the sign plane's bit is already the sign bit.
+        const __m256 ma = _mm256_castsi256_ps(_mm256_srai_epi32(_mm256_sllv_epi32(axis, sh), 31));
+        const __m256 ms = _mm256_and_ps(_mm256_castsi256_ps(_mm256_sllv_epi32(sign, sh)), neg);
+        const __m256 sa = _mm256_xor_ps(xa, ms), sb = _mm256_xor_ps(xb, ms);
+        acc.ra = _mm256_add_ps(acc.ra, _mm256_andnot_ps(ma, sa));
+        acc.ib = _mm256_add_ps(acc.ib, _mm256_and_ps(ma, sb));
+        acc.rb = _mm256_add_ps(acc.rb, _mm256_andnot_ps(ma, sb));
+        acc.ia = _mm256_add_ps(acc.ia, _mm256_and_ps(ma, sa));
       }
     }
   }
@@ -94,9 +90,12 @@ void phase_gemm_avx2(const PhaseMatrix& w, const float* x, int64_t n, float* y, 
       float* out = y + i * ldy;
       for (int st = 0; st < w.stages; ++st) {
         const BlockPhase* row = blocks + (st * M + r) * nb;
-        const PhaseSums lo = phase_half(row, nb, a, a + K, 0), hi = phase_half(row, nb, a, a + K, 1);
-        float S[8];
-        for (int g = 0; g < 8; ++g) S[g] = phase_reduce(lo.s[g], hi.s[g]);
+        const MatrixSums u0 = phase_pass(row, nb, a, a + K, 0, 0), u1 = phase_pass(row, nb, a, a + K, 1, 0);
+        const MatrixSums w0 = phase_pass(row, nb, a, a + K, 0, 1), w1 = phase_pass(row, nb, a, a + K, 1, 1);
+        // TrUa, TiUb, TrWa, TiWb, TrUb, TiUa, TrWb, TiWa
+        const float S[8] = {phase_reduce(u0.ra, u1.ra), phase_reduce(u0.ib, u1.ib), phase_reduce(w0.ra, w1.ra),
+                            phase_reduce(w0.ib, w1.ib), phase_reduce(u0.rb, u1.rb), phase_reduce(u0.ia, u1.ia),
+                            phase_reduce(w0.rb, w1.rb), phase_reduce(w0.ia, w1.ia)};
         const float* s = w.scales + 4 * st;
         float re = s[kUre] * S[0];
         re = fma1(-s[kUim], S[1], re);

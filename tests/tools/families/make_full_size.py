@@ -39,6 +39,8 @@ REAL = {
     "1bitllm": (1536, 4096, 24, 16, 16, 96, 32002),             # 1bitLLM/bitnet_b1_58-large
     "1bitllm-3b": (3200, 8640, 26, 32, 32, 100, 32002),         # 1bitLLM/bitnet_b1_58-3B
     "trilm": (3072, 9216, 30, 24, 24, 128, 50688),              # SpectraSuite/TriLM_3.9B_Unpacked
+    # meta-llama/Llama-2-7b-hf, whose BF16 layout Fairy2i-W2 ships (pack --fairy2i)
+    "llama2-7b": (4096, 11008, 32, 32, 32, 128, 32000),
 }
 
 DTYPE_BYTES = {"U8": 1, "F16": 2, "BF16": 2, "F32": 4}
@@ -60,7 +62,10 @@ def main():
     a = ap.parse_args()
     D, F, L, H, KVH, HD, V = REAL[a.family]
     L = a.layers or L
-    spec = fam.Spec(a.family)
+    # LLaMA-2 is TriLM's layout (a plain LlamaForCausalLM) with BF16 latent weights.
+    spec = fam.Spec("trilm" if a.family == "llama2-7b" else a.family)
+    if a.family == "llama2-7b":
+        spec.linear, spec.float_dtype = "latent", "BF16"
     spec.hidden, spec.inter, spec.heads, spec.kv_heads = D, F, H, KVH
     fd = spec.float_dtype
     rng = np.random.default_rng(a.seed)

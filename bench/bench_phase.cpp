@@ -1,0 +1,241 @@
+// Fairy2i phase GEMV (docs/FAIRY2I.md) of every kernel set that has one, on
+// LLaMA-2 7B's shapes, against three references measured by the same
+// binary: the unfused scalar kernel (eight sub-GEMVs), the real ternary
+// float and int8 kernels of the best set on the same real shape (TQ2_0, 2.06
+// bits per weight against W2's 2.0), and the read roof. Names:
+//   phase/<set>/W<stages>/<rows>x<cols>/threads:<T>/<warm|cold>
+//   ternary/<set>/TQ2_0/<float|int8>/<rows>x<cols>/threads:<T>/<warm|cold>
+//   roof/read/threads:<T>
+// rows x cols is the real matrix (2n x 2m). Cold calls rotate over copies
+// totalling 4 x L3 and are each paired with a plain read of as many bytes
+// (pct_roof), as in bench_kernels.cpp.
+#include <benchmark/benchmark.h>
+#include <omp.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "bench.h"
+#include "tern/error.h"
+#include "tern/phase.h"
+
+namespace tern::bench {
+namespace {
+
+struct Shape {
+  int64_t rows, cols;  // real
+};
+// LLaMA-2 7B: q/k/v/o, gate/up, down.
+constexpr Shape kShapes[] = {{4096, 4096}, {11008, 4096}, {4096, 11008}};
+constexpr int kThreads[] = {1, 2};
+constexpr int kStages = 2;
+
+struct FreeDeleter {
+  void operator()(uint8_t* p) const { std::free(p); }
+};
+
+// Copies of a random W2 matrix: 1 (warm) or enough to exceed cold_bytes().
+struct PhaseCopies {
+  std::vector<std::unique_ptr<uint8_t[], FreeDeleter>> data;
+  std::vector<float> scales;
+  std::vector<PhaseMatrix> mats;
+  int64_t bytes = 0;  // one matrix's planes
+  size_t next = 0;
+};
+
+PhaseCopies make_copies(const Shape& s, bool cold) {
+  PhaseCopies c;
+  const int64_t n = s.rows / 2, cols = phase_cols(s.cols / 2);
+  c.bytes = kStages * n * (cols / kPhaseBlock) * int64_t(sizeof(BlockPhase));
+  const int64_t count = cold ? std::max<int64_t>(2, cold_bytes() / c.bytes + 1) : 1;
+  check_fits(count * c.bytes, "Fairy2i matrix copies");
+  std::mt19937_64 rng(uint64_t(s.rows * 31 + s.cols));
+  c.scales.assign(4 * kStages, 0.0f);
+  for (float& v : c.scales) v = 0.01f + float(rng() % 1000) / 4000.0f;
+  for (int64_t k = 0; k < count; ++k) {
+    const size_t bytes = size_t((c.bytes + 63) / 64 * 64);
+    auto* p = static_cast<uint8_t*>(std::aligned_alloc(64, bytes));
+    if (!p) throw Error("bench: cannot allocate " + std::to_string(bytes) + " bytes");
+    c.data.emplace_back(p);
+    auto* w = reinterpret_cast<uint64_t*>(p);
+    for (size_t i = 0; i < bytes / 8; ++i) w[i] = rng();
+    c.mats.push_back(PhaseMatrix{n, cols, kStages, p, c.scales.data()});
+  }
+  return c;
+}
+
+using clock_type = std::chrono::steady_clock;
+
+struct Timing {
+  double kernel_s = 0, roof_s = 0;
+  bool ok = true;
+};
+
+// Each iteration: advance() picks the matrix (the least recently used copy
+// when cold), then call(r0, r1) runs on `threads` OpenMP threads over
+// contiguous row ranges; a cold call is followed by a paired roof read of
+// as many bytes.
+template <class Advance, class Call>
+Timing run_loop(benchmark::State& st, int threads, bool cold, int64_t rows, int64_t bytes, Advance advance,
+                Call call) {
+  Timing t;
+  RoofBuffer roof;
+  if (cold) roof = roof_buffer();
+  const size_t span = roof.bytes > size_t(bytes) ? roof.bytes - size_t(bytes) : 0;
+  static size_t roof_at = 0;
+  for (auto _ : st) {
+    advance();
+    std::atomic<bool> ok{true};
+    const auto t0 = clock_type::now();
+#pragma omp parallel num_threads(threads)
+    {
+      const int nt = omp_get_num_threads(), id = omp_get_thread_num();
+      const int64_t r0 = rows * id / nt, r1 = rows * (id + 1) / nt;
+      try {  // an exception must not leave the parallel region
+        if (r0 < r1) call(r0, r1);
+      } catch (...) {
+        ok.store(false);
+      }
+    }
+    benchmark::ClobberMemory();
+    const auto t1 = clock_type::now();
+    if (cold && span > 0) {
+      roof_at = (roof_at + size_t(bytes) + 4096) % span;
+      benchmark::DoNotOptimize(read_range(roof, roof_at, size_t(bytes), threads));
+      t.roof_s += std::chrono::duration<double>(clock_type::now() - t1).count();
+    }
+    const double dt = std::chrono::duration<double>(t1 - t0).count();
+    t.kernel_s += dt;
+    st.SetIterationTime(dt);
+    t.ok = t.ok && ok.load();
+  }
+  return t;
+}
+
+void report(benchmark::State& st, const Timing& t, int64_t bytes, int64_t weights) {
+  using benchmark::Counter;
+  if (!t.ok) {
+    st.SkipWithError("a kernel threw during the timed loop");
+    return;
+  }
+  const double iters = double(st.iterations());
+  st.counters["GB/s"] = Counter(iters * double(bytes) / t.kernel_s / 1e9);
+  st.counters["Gw/s"] = Counter(iters * double(weights) / t.kernel_s / 1e9);
+  if (t.roof_s > 0) {
+    st.counters["roof_GB/s"] = Counter(iters * double(bytes) / t.roof_s / 1e9);
+    st.counters["pct_roof"] = Counter(100.0 * t.roof_s / t.kernel_s);
+  }
+  st.counters["bytes"] = Counter(double(bytes));
+}
+
+std::vector<float> random_input(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& x : v) x = u(rng);
+  return v;
+}
+
+void bm_phase(benchmark::State& st, const KernelSet* set, Shape s, int threads, bool cold) {
+  PhaseCopies c;
+  try {
+    c = make_copies(s, cold);
+    if (cold) roof_buffer();
+  } catch (const std::exception& e) {
+    st.SkipWithError(e.what());
+    return;
+  }
+  std::vector<float> x = random_input(2 * c.mats[0].cols, 7), y(size_t(s.rows));
+  const PhaseMatrix* w = &c.mats[0];
+  const Timing t = run_loop(
+      st, threads, cold, w->rows, c.bytes,
+      [&] {
+        w = &c.mats[c.next];
+        c.next = (c.next + 1) % c.mats.size();
+      },
+      [&](int64_t r0, int64_t r1) { set->phase_gemm(*w, x.data(), 1, y.data(), s.rows, r0, r1); });
+  report(st, t, c.bytes, s.rows * s.cols);
+}
+
+void bm_ternary(benchmark::State& st, const KernelSet* set, ActMode mode, Shape s, int threads, bool cold) {
+  Rotation rot;
+  try {
+    rot = matrices(gguf::TensorType::TQ2_0, s.rows, s.cols, *set, cold);
+    if (cold) roof_buffer();
+  } catch (const std::exception& e) {
+    st.SkipWithError(e.what());
+    return;
+  }
+  std::vector<float> x = random_input(s.cols, 9), y(size_t(s.rows));
+  std::vector<int8_t> q(size_t(s.cols), 3);
+  std::vector<int32_t> sums(size_t(s.rows));
+  const TernaryMatrix* w = &rot.last();
+  const Timing t = run_loop(
+      st, threads, cold, s.rows, rot.read_bytes, [&] { w = &rot.advance(); },
+      [&](int64_t r0, int64_t r1) {
+        if (mode == ActMode::Float) set->gemv_f32(*w, x.data(), y.data(), r0, r1);
+        else set->gemv_i8(*w, q.data(), sums.data(), r0, r1);
+      });
+  report(st, t, rot.read_bytes, s.rows * s.cols);
+}
+
+std::string shape_name(Shape s) { return std::to_string(s.rows) + "x" + std::to_string(s.cols); }
+
+}  // namespace
+
+void register_all() {
+  for (int t : kThreads)
+    benchmark::RegisterBenchmark(("roof/read/threads:" + std::to_string(t)).c_str(),
+                                 [t](benchmark::State& st) { bm_roof(st, t); })
+        ->UseRealTime()
+        ->Unit(benchmark::kMillisecond);
+  const KernelSet* best_float = nullptr;
+  const KernelSet* best_int8 = nullptr;
+  for (const KernelSet* k : all_kernel_sets()) {
+    if (!k->available(cpu_features())) continue;
+    if (!best_float && kernel_supports(*k, ActMode::Float)) best_float = k;
+    if (!best_int8 && kernel_supports(*k, ActMode::Int8)) best_int8 = k;
+  }
+  for (const Shape& s : kShapes)
+    for (int t : kThreads)
+      for (bool cold : {false, true}) {
+        std::string tail = "/" + shape_name(s);
+        tail += "/threads:" + std::to_string(t);
+        tail += cold ? "/cold" : "/warm";
+        for (const KernelSet* k : all_kernel_sets()) {
+          if (!k->available(cpu_features()) || !k->phase_gemm) continue;
+          std::string name = "phase/";
+          name += k->name;
+          name += "/W" + std::to_string(kStages);
+          name += tail;
+          benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& st) { bm_phase(st, k, s, t, cold); })
+              ->UseManualTime()
+              ->Unit(benchmark::kMicrosecond);
+        }
+        for (auto [k, mode] : {std::pair{best_float, ActMode::Float}, std::pair{best_int8, ActMode::Int8}}) {
+          std::string name = "ternary/";
+          name += k->name;
+          name += mode == ActMode::Float ? "/TQ2_0/float" : "/TQ2_0/int8";
+          name += tail;
+          benchmark::RegisterBenchmark(name.c_str(),
+                                       [=](benchmark::State& st) { bm_ternary(st, k, mode, s, t, cold); })
+              ->UseManualTime()
+              ->Unit(benchmark::kMicrosecond);
+        }
+      }
+  benchmark::AddCustomContext("tern_cpu", cpu_features().brand + " [" + cpu_features().summary() + "]");
+  benchmark::AddCustomContext("tern_cold_bytes", std::to_string(cold_bytes()));
+}
+
+}  // namespace tern::bench
+
+int main(int argc, char** argv) {
+  return tern::bench::run_main(argc, argv, "tern_bench_phase");
+}
