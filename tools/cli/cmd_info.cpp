@@ -49,16 +49,22 @@ void run_info(const std::string& path, const std::string& kernel) {
     print_notes(tok, path);
   }
 
-  uint64_t tern_w = 0, tern_b = 0, all_w = 0, all_b = 0;
-  std::printf("\n%-28s %-6s %-16s %12s\n", "tensor", "type", "shape", "bytes");
+  uint64_t tern_w = 0, tern_b = 0, all_w = 0, all_b = 0, phase_w = 0, phase_b = 0, phase_n = 0;
+  std::printf("\n%-28s %-7s %-16s %12s\n", "tensor", "type", "shape", "bytes");
   for (const gguf::TensorInfo& t : f.tensors()) {
-    std::printf("%-28s %-6s %-16s %12llu\n", printable(t.name).c_str(), gguf::traits(t.type).name,
+    std::printf("%-28s %-7s %-16s %12llu\n", printable(t.name).c_str(), gguf::traits(t.type).name,
                 t.shape_string().c_str(), static_cast<unsigned long long>(t.nbytes));
-    all_w += t.n_elements();
+    // A FAIRY2I tensor's last dimension is its stages, not more weights.
+    all_w += t.type == gguf::TensorType::FAIRY2I && t.dims.size() == 3 ? t.dims[0] * t.dims[1] : t.n_elements();
     all_b += t.nbytes;
     if (is_ternary_type(t.type) || t.type == gguf::TensorType::I2_S) {
       tern_w += t.n_elements();
       tern_b += t.nbytes;
+    }
+    if (t.type == gguf::TensorType::FAIRY2I && t.dims.size() == 3) {  // [2m', 2n, stages]
+      phase_w += t.dims[0] * t.dims[1];
+      phase_b += t.nbytes;
+      ++phase_n;
     }
   }
   std::printf("\n%llu tensors, %.2f M weights, %.3f bits/weight overall\n",
@@ -83,6 +89,10 @@ void run_info(const std::string& path, const std::string& kernel) {
     if (!pads.empty())
       std::printf("padded rows:     %s (zero weights; llama.cpp cannot load this file)\n", pads.c_str());
   }
+  if (phase_n)
+    std::printf("Fairy2i: %llu linears in FAIRY2I, %d stages, %.4f bits/weight (padded columns counted)\n",
+                static_cast<unsigned long long>(phase_n), model->weights().layers[0].wq.phase.stages,
+                8.0 * double(phase_b) / double(phase_w));
   const CpuFeatures& cpu = cpu_features();
   std::printf("\ncpu:             %s\n", cpu.brand.c_str());
   std::printf("cpu features:    %s\n", cpu.summary().c_str());
