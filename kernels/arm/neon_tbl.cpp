@@ -31,6 +31,7 @@
 #include "../code_layout.h"
 #include "../kernel_sets.h"
 #include "neon_dense.h"
+#include "neon_phase.h"
 #include "neon_tbl_triples.h"
 #include "tern/error.h"
 #include "tern/quant.h"
@@ -286,7 +287,7 @@ bool available(const CpuFeatures& cpu) { return cpu.neon; }
 const KernelSet& neon_tbl_kernels() {
   static const KernelSet set{"neon-tbl", &available, &gemv_f32, &gemv_i8,
                              &gemm_f32,  &gemm_i8,   &dense_gemm_neon, &prepare,
-                             &prepared_bytes};
+                             &prepared_bytes, &phase_gemm_neon};
   return set;
 }
 

@@ -101,7 +101,9 @@ std::vector<float> run(const KernelSet& ks, const Phase& p, const std::vector<fl
   for (int64_t i = 0; i < count; ++i)
     for (int64_t r = 0; r < 2 * p.n + 3; ++r) {
       const bool written = (r >= r0 && r < r1) || (r >= p.n + r0 && r < p.n + r1);
-      if (!written) EXPECT_EQ(y[size_t(i * ldy + r)], -7.0f) << "stray write at vector " << i << " row " << r;
+      if (!written) {
+        EXPECT_EQ(y[size_t(i * ldy + r)], -7.0f) << "stray write at vector " << i << " row " << r;
+      }
     }
   return y;
 }
