@@ -3,22 +3,23 @@
 // eight sub-products from the FAIRY2I bit planes as they are stored, which
 // the unfused scalar kernel reads eight times.
 //
-// A plane's 32-bit word is broadcast and shifted left per lane (vpsllvd) so
-// that column j's bit lands in bit 31 of its lane: the sign plane's bit is
-// then the float sign bit to flip (FairyFuse's pre-negation, as one xor:
-// the minus signs become adds), and the axis plane's, spread over the lane
-// by an arithmetic shift, keeps or zeroes the signed input for the
-// real-axis and the imaginary-axis sums. Only logic ops and adds, no
-// blends (one port on many cores). Adding +0 leaves a lane unchanged (a
-// lane that starts at +0 can never become -0), so the sums are the scalar
-// kernel's masked sums exactly.
+// Each byte of a bit plane (8 columns) indexes a table of 256 lane masks
+// (8 KiB, stays in L1): the sign plane's mask, cut to the float sign bit,
+// flips the input (FairyFuse's pre-negation as one xor: the minus signs
+// become adds), and the axis plane's keeps the signed input for the
+// imaginary-axis sums, its complement for the real-axis ones. Only loads,
+// logic ops and adds: no blends (one port on many cores) and no per-lane
+// shifts. Adding +0 leaves a lane unchanged (a lane that starts at +0 can
+// never become -0), so the sums are the scalar kernel's masked sums exactly.
 //
-// Sixteen accumulators (eight sums of 16 lanes) would take every ymm
-// register and spill, so a row runs four passes per stage, one per matrix
-// (U, W) and lane half (columns 16g .. 16g + 7, then 16g + 8 .. 16g + 15),
-// each with four accumulators; the later passes find the row's planes and
-// the input in cache. The reduction then adds lane j and j + 8 (the two
-// passes' vectors), j + 4, j + 2, j + 1, as kernels.h orders it.
+// A sum's 16 lanes would need sixteen accumulators for eight sums, every
+// ymm register, so a row runs twice per stage: lanes 0..7 of every sum
+// (columns 16g .. 16g + 7), then lanes 8..15; the second pass finds the
+// row's planes and the input in cache. The reduction then adds lane j and
+// j + 8 (the two passes' vectors), j + 4, j + 2, j + 1, as kernels.h orders
+// it. On Zen 3 (this machine, bench/tern_bench_phase) this runs at about
+// 0.6x the AVX2 TQ2_0 float kernel's weights per second: per 8 complex
+// columns (32 real weights) it spends 24 vector ops where TQ2_0 spends 8.
 #pragma once
 #include <immintrin.h>
 
@@ -30,38 +31,58 @@
 namespace tern::kernels_detail {
 namespace {
 
-// Lanes `half` * 8 .. + 7 of one matrix's four sums (matrix 0: U, 1: W),
-// in the order T_r a, T_i b, T_r b, T_i a; x = a, then b.
-struct MatrixSums {
-  __m256 ra, ib, rb, ia;
+// Lane masks of a byte of a bit plane: lane j all ones if bit j is set.
+struct LaneMasks {
+  alignas(32) uint32_t m[256][8];
+};
+constexpr LaneMasks make_lane_masks() {
+  LaneMasks t{};
+  for (int b = 0; b < 256; ++b)
+    for (int j = 0; j < 8; ++j) t.m[b][j] = (b >> j) & 1 ? 0xFFFFFFFFu : 0u;
+  return t;
+}
+constexpr LaneMasks kLaneMasks = make_lane_masks();
+
+inline __m256 lane_mask(uint8_t byte) {
+  return _mm256_load_ps(reinterpret_cast<const float*>(kLaneMasks.m[byte]));
+}
+
+// Lanes `half` * 8 .. + 7 of the eight sums of one row and stage, in
+// kernels.h's order; x = a, then b.
+struct PhaseSums {
+  __m256 s[8];
 };
 
-inline MatrixSums phase_pass(const BlockPhase* row, int64_t nb, const float* a, const float* b, int half,
-                             int matrix) {
-  const __m256 zero = _mm256_setzero_ps(), neg = _mm256_set1_ps(-0.0f);
-  // Bit 8 * half + lane, or that plus 16, moved to bit 31.
-  const __m256i lo = _mm256_setr_epi32(31, 30, 29, 28, 27, 26, 25, 24);
-  const __m256i sh0 = _mm256_sub_epi32(lo, _mm256_set1_epi32(8 * half));
-  const __m256i sh1 = _mm256_sub_epi32(sh0, _mm256_set1_epi32(16));
-  MatrixSums acc{zero, zero, zero, zero};
+inline PhaseSums phase_half(const BlockPhase* row, int64_t nb, const float* a, const float* b, int half) {
+  const __m256 sign_bit = _mm256_set1_ps(-0.0f);
+  PhaseSums acc;
+  for (auto& v : acc.s) v = _mm256_setzero_ps();
   for (int64_t blk = 0; blk < nb; ++blk) {
-    // The block's 32-bit words: u_axis, u_sign, w_axis, w_sign, two each.
-    const auto* words = reinterpret_cast<const uint32_t*>(row + blk) + 4 * matrix;
-    for (int word = 0; word < 2; ++word) {  // 32 columns per word
-      const __m256i axis = _mm256_set1_epi32(int(words[word])), sign = _mm256_set1_epi32(int(words[2 + word]));
-      for (int g = 0; g < 2; ++g) {  // its 16-column groups
-        const __m256i sh = g ? sh1 : sh0;
-        const int64_t col = blk * kPhaseBlock + word * 32 + g * 16 + half * 8;
-        const __m256 xa = _mm256_loadu_ps(a + col), xb = _mm256_loadu_ps(b + col);
-        // Full-lane axis mask; the sign plane's bit is already the sign bit.
-        const __m256 ma = _mm256_castsi256_ps(_mm256_srai_epi32(_mm256_sllv_epi32(axis, sh), 31));
-        const __m256 ms = _mm256_and_ps(_mm256_castsi256_ps(_mm256_sllv_epi32(sign, sh)), neg);
-        const __m256 sa = _mm256_xor_ps(xa, ms), sb = _mm256_xor_ps(xb, ms);
-        acc.ra = _mm256_add_ps(acc.ra, _mm256_andnot_ps(ma, sa));
-        acc.ib = _mm256_add_ps(acc.ib, _mm256_and_ps(ma, sb));
-        acc.rb = _mm256_add_ps(acc.rb, _mm256_andnot_ps(ma, sb));
-        acc.ia = _mm256_add_ps(acc.ia, _mm256_and_ps(ma, sa));
-      }
+    const auto* ua = reinterpret_cast<const uint8_t*>(&row[blk].u_axis);
+    const auto* us = reinterpret_cast<const uint8_t*>(&row[blk].u_sign);
+    const auto* wa = reinterpret_cast<const uint8_t*>(&row[blk].w_axis);
+    const auto* ws = reinterpret_cast<const uint8_t*>(&row[blk].w_sign);
+    // Unrolled, GCC computes all four groups' terms before the adds and
+    // spills them; one group at a time keeps everything in registers.
+#pragma GCC unroll 1
+    for (int g = 0; g < kPhaseBlock / 16; ++g) {  // 16-column groups; this half's 8 columns
+      const int byte = 2 * g + half;
+      const float* xa_p = a + blk * kPhaseBlock + 8 * byte;
+      const __m256 xa = _mm256_loadu_ps(xa_p), xb = _mm256_loadu_ps(xa_p + (b - a));
+      const __m256 mua = lane_mask(ua[byte]), mwa = lane_mask(wa[byte]);
+      const __m256 mus = _mm256_and_ps(lane_mask(us[byte]), sign_bit);
+      const __m256 mws = _mm256_and_ps(lane_mask(ws[byte]), sign_bit);
+      const __m256 ua_ = _mm256_xor_ps(xa, mus), ub_ = _mm256_xor_ps(xb, mus);
+      const __m256 wa_ = _mm256_xor_ps(xa, mws), wb_ = _mm256_xor_ps(xb, mws);
+      // TrUa, TiUb, TrWa, TiWb, TrUb, TiUa, TrWb, TiWa
+      acc.s[0] = _mm256_add_ps(acc.s[0], _mm256_andnot_ps(mua, ua_));
+      acc.s[1] = _mm256_add_ps(acc.s[1], _mm256_and_ps(mua, ub_));
+      acc.s[2] = _mm256_add_ps(acc.s[2], _mm256_andnot_ps(mwa, wa_));
+      acc.s[3] = _mm256_add_ps(acc.s[3], _mm256_and_ps(mwa, wb_));
+      acc.s[4] = _mm256_add_ps(acc.s[4], _mm256_andnot_ps(mua, ub_));
+      acc.s[5] = _mm256_add_ps(acc.s[5], _mm256_and_ps(mua, ua_));
+      acc.s[6] = _mm256_add_ps(acc.s[6], _mm256_andnot_ps(mwa, wb_));
+      acc.s[7] = _mm256_add_ps(acc.s[7], _mm256_and_ps(mwa, wa_));
     }
   }
   return acc;
@@ -90,12 +111,9 @@ void phase_gemm_avx2(const PhaseMatrix& w, const float* x, int64_t n, float* y, 
       float* out = y + i * ldy;
       for (int st = 0; st < w.stages; ++st) {
         const BlockPhase* row = blocks + (st * M + r) * nb;
-        const MatrixSums u0 = phase_pass(row, nb, a, a + K, 0, 0), u1 = phase_pass(row, nb, a, a + K, 1, 0);
-        const MatrixSums w0 = phase_pass(row, nb, a, a + K, 0, 1), w1 = phase_pass(row, nb, a, a + K, 1, 1);
-        // TrUa, TiUb, TrWa, TiWb, TrUb, TiUa, TrWb, TiWa
-        const float S[8] = {phase_reduce(u0.ra, u1.ra), phase_reduce(u0.ib, u1.ib), phase_reduce(w0.ra, w1.ra),
-                            phase_reduce(w0.ib, w1.ib), phase_reduce(u0.rb, u1.rb), phase_reduce(u0.ia, u1.ia),
-                            phase_reduce(w0.rb, w1.rb), phase_reduce(w0.ia, w1.ia)};
+        const PhaseSums lo = phase_half(row, nb, a, a + K, 0), hi = phase_half(row, nb, a, a + K, 1);
+        float S[8];
+        for (int g = 0; g < 8; ++g) S[g] = phase_reduce(lo.s[g], hi.s[g]);
         const float* s = w.scales + 4 * st;
         float re = s[kUre] * S[0];
         re = fma1(-s[kUim], S[1], re);
