@@ -1,6 +1,7 @@
 #!/bin/sh
 # Seeds of the checkpoint and model fuzzers, from a tiny checkpoint (dim 64,
-# one layer, the 512-piece test tokenizer, F16): corpus/safetensors,
+# one layer, the 512-piece test tokenizer, F16; its float twin packed with
+# --fairy2i): corpus/safetensors,
 # corpus/hf_config, corpus/sentencepiece and corpus/model.
 # usage: tests/fuzz/make_model_corpus.sh build/tern
 set -eu
@@ -10,6 +11,8 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 /usr/bin/python3 "$here/../tools/make_tiny_checkpoint.py" "$tmp/ck" --hidden 64 --intermediate 96 --layers 1 \
   --heads 2 --kv-heads 1 --dtype f16 --seed 3 >/dev/null
+/usr/bin/python3 "$here/../tools/make_tiny_checkpoint.py" "$tmp/dense" --hidden 64 --intermediate 96 --layers 1 \
+  --heads 2 --kv-heads 1 --dtype f16 --mode dense --seed 3 >/dev/null
 /usr/bin/python3 "$here/../tools/families/make_family_checkpoint.py" "$tmp/falcon" --family falcon3 --seed 3 >/dev/null
 /usr/bin/python3 "$here/../tools/families/make_family_checkpoint.py" "$tmp/b2" --family bitnet-2b4t --seed 3 >/dev/null
 c=$here/corpus
@@ -21,6 +24,8 @@ cp "$tmp/b2/config.json" "$c/hf_config/bitnet-2b4t.json"
 cp "$tmp/ck/tokenizer.model" "$c/sentencepiece/tiny.model"
 "$tern" pack "$tmp/ck" -o "$c/model/tiny-tq2_0.gguf" --type tq2_0 >/dev/null
 "$tern" pack "$tmp/ck" -o "$c/model/tiny-tq1_0.gguf" --type tq1_0 >/dev/null
+# Fairy2i: FAIRY2I linears and head, tern.scale.<tensor> per stage.
+"$tern" pack "$tmp/dense" -o "$c/model/tiny-fairy2i.gguf" --fairy2i >/dev/null
 # A safetensors file small enough for the fuzzer to mutate its header well.
 /usr/bin/python3 - "$c/safetensors/two.safetensors" <<'PY'
 import json, struct, sys
