@@ -4,7 +4,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 
@@ -63,31 +65,31 @@ InputFile open_input_file(const std::string& path) {
 
 std::string read_input_file(const std::string& path, uint64_t max_bytes, const std::string& what) {
   const InputFile in = open_input_file(path);
-  auto too_big = [&](uint64_t n) {
-    ::close(in.fd);
-    return file_error(path, byte_size(n) + ", over the " + byte_size(max_bytes) + " limit for " + what);
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{in.fd};
+  auto over = [&](const std::string& size) {
+    return file_error(path, size + ", over the " + byte_size(max_bytes) + " limit for " + what);
   };
-  if (in.size > max_bytes) throw too_big(in.size);
-  // The size at open is a hint: the file may grow or shrink while it is read.
-  std::string text(static_cast<size_t>(in.size), '\0');
+  if (in.size > max_bytes) throw over(byte_size(in.size));
+  // The size at open is a hint: the file may grow while it is read (or be
+  // /proc-like and report 0), so it is read to its end, but never more than
+  // one byte past the limit.
+  const size_t cap = static_cast<size_t>(std::min<uint64_t>(max_bytes, SIZE_MAX - 1)) + 1;
+  std::string text(static_cast<size_t>(std::min<uint64_t>(in.size + 1, cap)), '\0');
   size_t got = 0;
   for (;;) {
     if (got == text.size()) {
-      if (text.size() > max_bytes) throw too_big(text.size());
-      text.resize(std::max<size_t>(text.size() * 2, 4096));
+      if (got == cap) throw over("more than " + byte_size(max_bytes));
+      text.resize(std::min(std::max<size_t>(2 * got, 4096), cap));
     }
     const ssize_t r = ::read(in.fd, text.data() + got, text.size() - got);
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      const int err = errno;
-      ::close(in.fd);
-      throw file_error(path, std::string("read error: ") + std::strerror(err));
-    }
     if (r == 0) break;
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) throw file_error(path, std::string("read error: ") + std::strerror(errno));
     got += static_cast<size_t>(r);
   }
-  ::close(in.fd);
-  if (got > max_bytes) throw file_error(path, byte_size(got) + ", over the " + byte_size(max_bytes) + " limit for " + what);
   text.resize(got);
   return text;
 }

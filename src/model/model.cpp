@@ -160,7 +160,7 @@ std::vector<float> row_scales(const gguf::File& f, const std::string& name,
                                        " has different block scales; tern needs one scale per row");
       h = d[size_t(b)];
     }
-    if ((h & 0x7c00u) == 0x7c00u)
+    if (find_nonfinite(TensorType::F16, reinterpret_cast<const uint8_t*>(&h), 1) >= 0)
       throw file_error(f.path(), "tensor '" + name + "' row " + std::to_string(r) + " has a block scale that is not finite");
     scales[size_t(r)] = fp16_to_f32(h);
   }

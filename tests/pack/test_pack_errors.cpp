@@ -3,9 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "pack/packer.h"
+#include "tern/gguf.h"
 #include "pack_test_util.h"
 
 using namespace tern;
@@ -282,4 +284,48 @@ TEST(PackerErrors, WrongOutputType) {
   PackOptions o = opts(f);
   o.type = gguf::TensorType::Q8_0;
   expect_pack_error(f, "output type must be TQ2_0 or TQ1_0", o);
+}
+
+// --fairy2i: a float LLaMA checkpoint only, even sides, finite values, 1-8 stages.
+PackOptions fairy(const Fixture& f, int stages = 2) {
+  PackOptions o = opts(f);
+  o.fairy2i_stages = stages;
+  return o;
+}
+
+TEST(PackerErrors, Fairy2iNeedsAFloatLlamaCheckpoint) {
+  Fixture f = setup("--mode bitnet --dtype f32");
+  expect_pack_error(f, "config.json: --fairy2i needs a float LlamaForCausalLM checkpoint", fairy(f));
+}
+
+TEST(PackerErrors, Fairy2iStagesOutOfRange) {
+  Fixture f = setup("--mode dense --dtype f32");
+  expect_pack_error(f, "--fairy2i-stages must be 1 to 8, not 9", fairy(f, 9));
+}
+
+TEST(PackerErrors, Fairy2iNeedsEvenSides) {
+  Fixture f = setup("--mode dense --dtype f32 --intermediate 97");
+  expect_pack_error(f, "tensor 'model.layers.0.mlp.gate_proj.weight' has shape [97, 256]; Fairy2i splits", fairy(f));
+}
+
+TEST(PackerErrors, Fairy2iNonFiniteWeight) {
+  Fixture f = setup("--mode dense --dtype f32");
+  poke(f.ckpt, "model.layers.1.self_attn.o_proj.weight", 3, 5, std::numeric_limits<float>::infinity());
+  expect_pack_error(f, "tensor 'model.layers.1.self_attn.o_proj.weight' row 3 has a non-finite value", fairy(f));
+}
+
+// Tied embeddings: the head is quantized from the embedding's values.
+TEST(PackerErrors, Fairy2iTiedHeadIsQuantizedFromTheEmbedding) {
+  Fixture f = setup("--mode dense --dtype f32 --tied");
+  PackOptions o = fairy(f, 3);
+  o.verify = true;
+  pack_checkpoint(o);
+  const gguf::File file = gguf::File::open(f.out);
+  const gguf::TensorInfo* head = file.find_tensor("output.weight");
+  ASSERT_NE(head, nullptr);
+  EXPECT_EQ(head->type, gguf::TensorType::FAIRY2I);
+  EXPECT_EQ(head->dims.size(), 3u);
+  EXPECT_EQ(head->dims[2], 3u);
+  EXPECT_EQ(file.find_tensor("token_embd.weight")->type, gguf::TensorType::F32);
+  EXPECT_EQ(file.get("tern.scale.output.weight").as_f32_array("k").size(), 12u);
 }

@@ -236,7 +236,7 @@ PackReport pack_checkpoint(const PackOptions& o) {
   rep.activation_mode = in.cfg.int8_activations() ? "int8" : "float";
   uint64_t tern_bytes = 0, tern_weights = 0;
   for (size_t i = 0; i < in.tensors.size(); ++i) {
-    const PlanTensor& t = in.tensors[i];
+    PlanTensor& t = in.tensors[i];
     if (t.role == Role::Ternary) {
       const std::vector<uint8_t> bytes = encode_ternary(t, read_values(in, t), in.rule);
       w.write_tensor(t.name, bytes);

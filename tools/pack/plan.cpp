@@ -257,7 +257,7 @@ std::vector<float> read_values(const PackInputs& in, const PlanTensor& t) {
   return v;
 }
 
-void for_each_chunk(const PackInputs& in, const PlanTensor& t,
+void for_each_chunk(const PackInputs& in, PlanTensor& t,
                     const std::function<void(uint64_t, std::span<const float>)>& fn) {
   const uint64_t step = std::max<uint64_t>(1, in.chunk_floats / std::max<uint64_t>(1, t.cols));
   for (uint64_t r0 = 0; r0 < t.rows; r0 += step) {
@@ -265,12 +265,13 @@ void for_each_chunk(const PackInputs& in, const PlanTensor& t,
     const std::vector<float> v = in.ckpt.read_f32(*t.src, r0 * t.cols, n * t.cols);
     // A NaN norm or embedding row would pack and then print plausible
     // text; every float tensor passes through here on its way out.
-    for (uint64_t i = 0; i < v.size(); ++i)
+    for (uint64_t i = 0; i < (t.finite_checked ? 0 : v.size()); ++i)
       if (!std::isfinite(v[i]))
         throw file_error(t.src->file->path(), "tensor '" + t.src_name + "' row " + std::to_string(r0 + i / t.cols) +
                                                   " has a non-finite value");
     fn(r0, v);
   }
+  t.finite_checked = true;
 }
 
 namespace {

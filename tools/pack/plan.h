@@ -42,6 +42,7 @@ struct PlanTensor {
   std::vector<uint64_t> dims;         // GGUF dims: fastest first
   std::vector<uint32_t> perm;         // output row -> source row; empty = identity
   gguf::TensorType type = gguf::TensorType::F32;  // decided by analyze()
+  bool finite_checked = false;        // a streamed pass has seen every value finite
   std::vector<float> scales;          // ternary: 1 (per tensor) or rows (output order);
                                       // phase: [stages][4]
 
@@ -82,7 +83,9 @@ std::vector<float> read_values(const PackInputs& in, const PlanTensor& t);
 // Float tensors (norms, embedding, head) stream in chunks of whole rows of
 // about PackOptions::chunk_floats values, so pack's memory does not grow
 // with the vocabulary; fn(first row, the chunk's values) in row order.
-void for_each_chunk(const PackInputs& in, const PlanTensor& t,
+// The first pass over a tensor checks every value is finite and sets
+// t.finite_checked; later passes skip the scan.
+void for_each_chunk(const PackInputs& in, PlanTensor& t,
                     const std::function<void(uint64_t, std::span<const float>)>& fn);
 
 // Settles the tensor's output type and scales, reading its source (ternary
