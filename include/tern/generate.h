@@ -70,6 +70,7 @@ struct PerplexityResult {
   double ppl = 0, err = 0;   // exp(mean nll) and its standard error, as llama.cpp
   int n_chunks = 0;
   int64_t n_scored = 0;      // tokens whose log-likelihood counted
+  int64_t n_counted = 0;     // the mean's denominator (packed lines: more than n_scored)
   double seconds = 0;
 };
 
@@ -81,5 +82,22 @@ struct PerplexityResult {
 PerplexityResult perplexity(Model& model, const std::vector<int32_t>& tokens, int32_t bos,
                             int n_ctx, int max_chunks,
                             const std::function<void(int, double)>& on_chunk);
+
+// The packed-lines protocol of Fairy2i-W2's evaluation (eval/eval_ppl.py,
+// eval_utils.py), so its published figures can be reproduced: `items` are
+// the non-empty lines of the text, each tokenized without special tokens.
+// pack_line_items appends EOS to each, skips those longer than n_ctx, and
+// packs the rest in order into sequences that start with BOS (none when
+// bos < 0), a new sequence whenever the next item would pass n_ctx tokens.
+// Like the published code, a sequence can be n_ctx + 1 long (BOS and an
+// item of exactly n_ctx tokens) unless it is the last, which is dropped. perplexity_packed_lines predicts every position after the first
+// of each sequence; a prediction made from an EOS is not scored but counts
+// in the denominator, as in the published code; ppl = exp(sum of nll /
+// count). max_seqs < 0: all. on_seq gets (sequence from 1, running ppl).
+std::vector<std::vector<int32_t>> pack_line_items(const std::vector<std::vector<int32_t>>& items, int32_t bos,
+                                                  int32_t eos, int n_ctx);
+PerplexityResult perplexity_packed_lines(Model& model, const std::vector<std::vector<int32_t>>& items,
+                                         int32_t bos, int32_t eos, int n_ctx, int max_seqs,
+                                         const std::function<void(int, double)>& on_seq);
 
 }  // namespace tern

@@ -66,47 +66,4 @@ GenerateStats continue_from(Model& model, const Tokenizer& tok, std::span<const 
   return st;
 }
 
-PerplexityResult perplexity(Model& model, const std::vector<int32_t>& tokens, int32_t bos,
-                            int n_ctx, int max_chunks,
-                            const std::function<void(int, double)>& on_chunk) {
-  if (n_ctx < 4) throw Error("context must be at least 4 tokens for perplexity");
-  if (tokens.size() < size_t(2) * n_ctx)
-    throw Error("the text has " + std::to_string(tokens.size()) + " tokens; perplexity with a context of " +
-                std::to_string(n_ctx) + " needs at least " + std::to_string(2 * n_ctx));
-  int n_chunks = int(tokens.size() / size_t(n_ctx));
-  if (max_chunks >= 0) n_chunks = std::min(n_chunks, max_chunks);
-  model.reset(n_ctx, n_ctx);
-  const size_t V = size_t(model.config().vocab_size);
-  const int first = n_ctx / 2;
-  PerplexityResult r;
-  double nll = 0, nll2 = 0;
-  auto t0 = std::chrono::steady_clock::now();
-  std::vector<int32_t> chunk(static_cast<size_t>(n_ctx));
-  for (int c = 0; c < n_chunks; ++c) {
-    const size_t start = size_t(c) * n_ctx;
-    std::copy_n(tokens.begin() + start, n_ctx, chunk.begin());
-    if (bos >= 0) chunk[0] = bos;
-    std::span<const float> logits = model.forward(chunk, 0, true);
-    for (int i = first; i < n_ctx - 1; ++i) {
-      const float* row = logits.data() + size_t(i) * V;
-      float mx = row[0];
-      for (size_t j = 1; j < V; ++j) mx = std::max(mx, row[j]);
-      double sum = 0;
-      for (size_t j = 0; j < V; ++j) sum += std::exp(double(row[j] - mx));
-      const double lp = double(row[tokens[start + i + 1]] - mx) - std::log(sum);
-      nll -= lp;
-      nll2 += lp * lp;
-      ++r.n_scored;
-    }
-    if (on_chunk) on_chunk(c + 1, std::exp(nll / double(r.n_scored)));
-  }
-  r.n_chunks = n_chunks;
-  r.seconds = seconds_since(t0);
-  const double mean = nll / double(r.n_scored);
-  r.ppl = std::exp(mean);
-  const double var = nll2 / double(r.n_scored) - mean * mean;
-  r.err = var > 0 && r.n_scored > 1 ? std::sqrt(var / double(r.n_scored - 1)) * r.ppl : 0;
-  return r;
-}
-
 }  // namespace tern

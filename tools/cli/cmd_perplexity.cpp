@@ -1,4 +1,7 @@
+#include <algorithm>
 #include <cstdio>
+#include <string_view>
+#include <vector>
 
 #include "cli/commands.h"
 #include "tern/error.h"
@@ -13,7 +16,26 @@ struct PerplexityOptions {
   RunOptions run;
   std::string text_file;
   int chunks = -1;
+  bool packed_lines = false;
 };
+
+// Fairy2i-W2's protocol (generate.h): the text's non-empty lines, each
+// tokenized without BOS, scored in packed sequences of ctx tokens.
+PerplexityResult packed_lines(Model& model, const Tokenizer& tok, const std::string& text, int ctx, int max_seqs) {
+  EncodeOptions eo;
+  eo.add_special = false;
+  eo.parse_special = false;
+  std::vector<std::vector<int32_t>> items;
+  for (size_t at = 0; at <= text.size();) {
+    const size_t nl = std::min(text.find('\n', at), text.size());
+    if (nl > at) items.push_back(tok.encode(std::string_view(text).substr(at, nl - at), eo));
+    at = nl + 1;
+  }
+  return perplexity_packed_lines(model, items, tok.bos(), tok.eos(), ctx, max_seqs, [](int seq, double ppl) {
+    std::printf("[%d]%.4f,", seq, ppl);
+    std::fflush(stdout);
+  });
+}
 
 void run_perplexity(PerplexityOptions o) {
   const std::string text = read_input_file(o.text_file, kMaxTextBytes, "a text file");
@@ -24,22 +46,32 @@ void run_perplexity(PerplexityOptions o) {
   // As llama-perplexity: special-token text in the file stays text.
   EncodeOptions eo;
   eo.parse_special = false;
-  const std::vector<int32_t> tokens = tok.encode(text, eo);
   PerplexityResult r;
+  size_t n_tokens = 0;
   try {
-    r = perplexity(*model, tokens, tok.adds_bos() ? tok.bos() : -1, ctx, o.chunks, [](int chunk, double ppl) {
-      std::printf("[%d]%.4f,", chunk, ppl);
-      std::fflush(stdout);
-    });
+    if (o.packed_lines) {
+      r = packed_lines(*model, tok, text, ctx, o.chunks);
+      n_tokens = size_t(r.n_counted + r.n_chunks);
+    } else {
+      const std::vector<int32_t> tokens = tok.encode(text, eo);
+      n_tokens = tokens.size();
+      r = perplexity(*model, tokens, tok.adds_bos() ? tok.bos() : -1, ctx, o.chunks, [](int chunk, double ppl) {
+        std::printf("[%d]%.4f,", chunk, ppl);
+        std::fflush(stdout);
+      });
+    }
   } catch (const Error& e) {
     throw file_error(o.text_file, e.what());
   }
   std::printf("\nFinal estimate: PPL = %.4f +/- %.5f\n", r.ppl, r.err);
   std::fprintf(stderr, "tern: %s, kernel %s, %zu tokens, context %d\n",
-               model->file().path().c_str(), model->kernels().name, tokens.size(), ctx);
-  std::fprintf(stderr, "%d chunks, %lld tokens scored, %.2f s (%.1f tok/s)\n", r.n_chunks,
-               static_cast<long long>(r.n_scored), r.seconds,
-               double(r.n_chunks) * ctx / std::max(r.seconds, 1e-9));
+               model->file().path().c_str(), model->kernels().name, n_tokens, ctx);
+  if (o.packed_lines)
+    std::fprintf(stderr, "%d sequences, %lld tokens scored of %lld predicted, %.2f s\n", r.n_chunks,
+                 static_cast<long long>(r.n_scored), static_cast<long long>(r.n_counted), r.seconds);
+  else
+    std::fprintf(stderr, "%d chunks, %lld tokens scored, %.2f s (%.1f tok/s)\n", r.n_chunks,
+                 static_cast<long long>(r.n_scored), r.seconds, double(r.n_chunks) * ctx / std::max(r.seconds, 1e-9));
 }
 
 }  // namespace
@@ -51,6 +83,10 @@ void add_perplexity(CLI::App& app) {
   cmd->add_option("-f,--file", o->text_file, "text file")->required();
   cmd->add_option("--chunks", o->chunks, "evaluate at most K chunks (default: all)")
       ->check(CLI::Range(1, 1 << 30));
+  cmd->add_flag("--packed-lines", o->packed_lines,
+                "Fairy2i-W2's protocol instead of llama-perplexity's: each non-empty line plus EOS, packed "
+                "into sequences of -c tokens that start with BOS (its papers use -c 2048); --chunks "
+                "counts sequences");
   cmd->callback([o] { run_perplexity(*o); });
 }
 
