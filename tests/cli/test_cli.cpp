@@ -126,6 +126,9 @@ TEST_F(Cli, KernelsListsScalarAsSelectedWhenForced) {
   const std::string line = r.out.substr(at, r.out.find('\n', at) - at);
   EXPECT_NE(line.find(" available"), std::string::npos) << line;
   EXPECT_NE(line.find(" selected"), std::string::npos) << line;
+  // Scalar serves every mode, Fairy2i's phase kernel too.
+  EXPECT_NE(line.find("float+int8+fairy2i"), std::string::npos) << line;
+  EXPECT_NE(line.find("selected(fairy2i)"), std::string::npos) << line;
 }
 
 TEST_F(Cli, BenchReportsPromptAndGeneration) {

@@ -118,25 +118,27 @@ void add_kernels(CLI::App& app) {
     const std::string choice = kernel_choice(*kernel);
     const CpuFeatures& cpu = cpu_features();
     // A forced set may lack a mode; it is then selected for the other only.
-    auto chosen = [&choice](ActMode mode) -> const KernelSet* {
+    auto chosen = [&choice](ActMode mode, bool phase) -> const KernelSet* {
       try {
-        return &select_kernels(choice, mode);
+        return &select_kernels(choice, mode, phase);
       } catch (const Error&) {
         return nullptr;
       }
     };
-    const KernelSet* for_float = chosen(ActMode::Float);
-    const KernelSet* for_int8 = chosen(ActMode::Int8);
+    const KernelSet* for_float = chosen(ActMode::Float, false);
+    const KernelSet* for_int8 = chosen(ActMode::Int8, false);
+    const KernelSet* for_phase = chosen(ActMode::Float, true);  // Fairy2i models
     for (const KernelSet* k : all_kernel_sets()) {
       std::string modes, selected;
-      for (auto [mode, name, chosen] : {std::tuple{ActMode::Float, "float", for_float},
-                                        std::tuple{ActMode::Int8, "int8", for_int8}}) {
-        if (!kernel_supports(*k, mode)) continue;
+      for (auto [mode, phase, name, chosen] : {std::tuple{ActMode::Float, false, "float", for_float},
+                                               std::tuple{ActMode::Int8, false, "int8", for_int8},
+                                               std::tuple{ActMode::Float, true, "fairy2i", for_phase}}) {
+        if (!kernel_supports(*k, mode, phase)) continue;
         modes += modes.empty() ? name : std::string("+") + name;
         if (k == chosen) selected += std::string(" selected(") + name + ")";
       }
       char line[160];
-      std::snprintf(line, sizeof line, "%-14s %-11s %-10s%s", k->name,
+      std::snprintf(line, sizeof line, "%-14s %-11s %-18s%s", k->name,
                     k->available(cpu) ? "available" : "unavailable", modes.c_str(), selected.c_str());
       std::string text = line;
       text.erase(text.find_last_not_of(' ') + 1);
