@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kernel_sets.h"
+#include "phase_driver.h"
 #include "tern/error.h"
 #include "tern/phase.h"
 #include "tern/quant.h"
@@ -170,20 +171,10 @@ void phase_gemm(const PhaseMatrix& w, const float* x, int64_t n, float* y, int64
         for (int64_t r = r0; r < r1; ++r)
           sums[size_t(g * R + r - r0)] = masked_sum(blocks + (st * M + r) * nb, K, kSubProducts[g],
                                                     kSubProducts[g].b_half ? a + K : a);
-      const float* s = w.scales + 4 * st;
       for (int64_t r = r0; r < r1; ++r) {
-        auto S = [&](int g) { return sums[size_t(g * R + r - r0)]; };
-        float re = s[kUre] * S(0);
-        re = std::fma(-s[kUim], S(1), re);
-        re = std::fma(s[kWre], S(2), re);
-        re = std::fma(s[kWim], S(3), re);
-        float im = s[kUre] * S(4);
-        im = std::fma(s[kUim], S(5), im);
-        im = std::fma(-s[kWre], S(6), im);
-        im = std::fma(s[kWim], S(7), im);
-        float* out = y + i * ldy;
-        out[r] = st == 0 ? re : out[r] + re;
-        out[M + r] = st == 0 ? im : out[M + r] + im;
+        float S[8];
+        for (int g = 0; g < 8; ++g) S[g] = sums[size_t(g * R + r - r0)];
+        kernels_detail::phase_store(w.scales + 4 * st, S, st, &y[i * ldy + r], &y[i * ldy + M + r]);
       }
     }
   }

@@ -16,7 +16,7 @@
 
 #include <cstdint>
 
-#include "../kernel_sets.h"
+#include "../phase_driver.h"
 #include "tern/phase.h"
 
 namespace tern::kernels_detail {
@@ -65,32 +65,13 @@ inline float phase_reduce(const float32x4_t v[4]) {
 
 void phase_gemm_neon(const PhaseMatrix& w, const float* x, int64_t n, float* y, int64_t ldy, int64_t r0,
                      int64_t r1) {
-  check_phase_call(w, n, ldy, r0, r1);
-  const int64_t M = w.rows, K = w.cols, nb = K / kPhaseBlock;
-  const auto* blocks = reinterpret_cast<const BlockPhase*>(w.data);
-  for (int64_t r = r0; r < r1; ++r)
-    for (int64_t i = 0; i < n; ++i) {
-      const float* a = x + i * 2 * K;
-      float* out = y + i * ldy;
-      for (int st = 0; st < w.stages; ++st) {
-        const BlockPhase* row = blocks + (st * M + r) * nb;
-        const PhaseQuads u = phase_matrix_pass(row, nb, a, a + K, 0), v = phase_matrix_pass(row, nb, a, a + K, 1);
-        // TrUa, TiUb, TrWa, TiWb, TrUb, TiUa, TrWb, TiWa
-        const float S[8] = {phase_reduce(u.ra), phase_reduce(u.ib), phase_reduce(v.ra), phase_reduce(v.ib),
-                            phase_reduce(u.rb), phase_reduce(u.ia), phase_reduce(v.rb), phase_reduce(v.ia)};
-        const float* s = w.scales + 4 * st;
-        float re = s[kUre] * S[0];
-        re = __builtin_fmaf(-s[kUim], S[1], re);
-        re = __builtin_fmaf(s[kWre], S[2], re);
-        re = __builtin_fmaf(s[kWim], S[3], re);
-        float im = s[kUre] * S[4];
-        im = __builtin_fmaf(s[kUim], S[5], im);
-        im = __builtin_fmaf(-s[kWre], S[6], im);
-        im = __builtin_fmaf(s[kWim], S[7], im);
-        out[r] = st == 0 ? re : out[r] + re;
-        out[M + r] = st == 0 ? im : out[M + r] + im;
-      }
-    }
+  phase_gemm_driver(w, x, n, y, ldy, r0, r1,
+                    [](const BlockPhase* row, int64_t nb, const float* a, const float* b, float S[8]) {
+                      const PhaseQuads u = phase_matrix_pass(row, nb, a, b, 0), v = phase_matrix_pass(row, nb, a, b, 1);
+                      // TrUa, TiUb, TrWa, TiWb, TrUb, TiUa, TrWb, TiWa
+                      const float32x4_t* order[8] = {u.ra, u.ib, v.ra, v.ib, u.rb, u.ia, v.rb, v.ia};
+                      for (int g = 0; g < 8; ++g) S[g] = phase_reduce(order[g]);
+                    });
 }
 
 }  // namespace

@@ -25,7 +25,7 @@
 
 #include <cstdint>
 
-#include "../kernel_sets.h"
+#include "../phase_driver.h"
 #include "tern/phase.h"
 
 namespace tern::kernels_detail {
@@ -96,37 +96,13 @@ inline float phase_reduce(__m256 lo, __m256 hi) {
   return _mm_cvtss_f32(_mm_add_ss(v2, _mm_shuffle_ps(v2, v2, 1)));
 }
 
-inline float fma1(float a, float b, float c) {
-  return _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(a), _mm_set_ss(b), _mm_set_ss(c)));
-}
-
 void phase_gemm_avx2(const PhaseMatrix& w, const float* x, int64_t n, float* y, int64_t ldy, int64_t r0,
                      int64_t r1) {
-  check_phase_call(w, n, ldy, r0, r1);
-  const int64_t M = w.rows, K = w.cols, nb = K / kPhaseBlock;
-  const auto* blocks = reinterpret_cast<const BlockPhase*>(w.data);
-  for (int64_t r = r0; r < r1; ++r)
-    for (int64_t i = 0; i < n; ++i) {
-      const float* a = x + i * 2 * K;
-      float* out = y + i * ldy;
-      for (int st = 0; st < w.stages; ++st) {
-        const BlockPhase* row = blocks + (st * M + r) * nb;
-        const PhaseSums lo = phase_half(row, nb, a, a + K, 0), hi = phase_half(row, nb, a, a + K, 1);
-        float S[8];
-        for (int g = 0; g < 8; ++g) S[g] = phase_reduce(lo.s[g], hi.s[g]);
-        const float* s = w.scales + 4 * st;
-        float re = s[kUre] * S[0];
-        re = fma1(-s[kUim], S[1], re);
-        re = fma1(s[kWre], S[2], re);
-        re = fma1(s[kWim], S[3], re);
-        float im = s[kUre] * S[4];
-        im = fma1(s[kUim], S[5], im);
-        im = fma1(-s[kWre], S[6], im);
-        im = fma1(s[kWim], S[7], im);
-        out[r] = st == 0 ? re : out[r] + re;
-        out[M + r] = st == 0 ? im : out[M + r] + im;
-      }
-    }
+  phase_gemm_driver(w, x, n, y, ldy, r0, r1,
+                    [](const BlockPhase* row, int64_t nb, const float* a, const float* b, float S[8]) {
+                      const PhaseSums lo = phase_half(row, nb, a, b, 0), hi = phase_half(row, nb, a, b, 1);
+                      for (int g = 0; g < 8; ++g) S[g] = phase_reduce(lo.s[g], hi.s[g]);
+                    });
 }
 
 }  // namespace

@@ -1,0 +1,51 @@
+// What every Fairy2i phase kernel shares (kernels.h PhaseGemm): turning a
+// stage's eight sums into its Re and Im outputs in the fixed fma order, and
+// for the fused SIMD kernels the loops over rows, vectors and stages around
+// an ISA's `sums(row, nb, a, b, S)`, which fills S[8] with one row's sums of
+// one stage (TrUa, TiUb, TrWa, TiWb, TrUb, TiUa, TrWb, TiWa).
+//
+// Internal linkage: each includer is compiled with its own -m flags.
+#pragma once
+#include <cstdint>
+
+#include "kernel_sets.h"
+#include "tern/phase.h"
+
+namespace tern::kernels_detail {
+namespace {
+
+// Stage `st`'s outputs from its sums S and scales s[4]: written to *re and
+// *im for stage 0, added to them after.
+inline void phase_store(const float* s, const float S[8], int st, float* re_out, float* im_out) {
+  float re = s[kUre] * S[0];
+  re = __builtin_fmaf(-s[kUim], S[1], re);
+  re = __builtin_fmaf(s[kWre], S[2], re);
+  re = __builtin_fmaf(s[kWim], S[3], re);
+  float im = s[kUre] * S[4];
+  im = __builtin_fmaf(s[kUim], S[5], im);
+  im = __builtin_fmaf(-s[kWre], S[6], im);
+  im = __builtin_fmaf(s[kWim], S[7], im);
+  *re_out = st == 0 ? re : *re_out + re;
+  *im_out = st == 0 ? im : *im_out + im;
+}
+
+template <class Sums>
+void phase_gemm_driver(const PhaseMatrix& w, const float* x, int64_t n, float* y, int64_t ldy, int64_t r0,
+                       int64_t r1, Sums sums) {
+  check_phase_call(w, n, ldy, r0, r1);
+  const int64_t M = w.rows, K = w.cols, nb = K / kPhaseBlock;
+  const auto* blocks = reinterpret_cast<const BlockPhase*>(w.data);
+  for (int64_t r = r0; r < r1; ++r)
+    for (int64_t i = 0; i < n; ++i) {
+      const float* a = x + i * 2 * K;
+      float* out = y + i * ldy;
+      for (int st = 0; st < w.stages; ++st) {
+        float S[8];
+        sums(blocks + (st * M + r) * nb, nb, a, a + K, S);
+        phase_store(w.scales + 4 * st, S, st, &out[r], &out[M + r]);
+      }
+    }
+}
+
+}  // namespace
+}  // namespace tern::kernels_detail
