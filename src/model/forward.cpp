@@ -38,6 +38,27 @@ int64_t row_chunk(int64_t rows, int threads) {
   return std::max(int64_t(16), (want + 15) / 16 * 16);
 }
 
+// The products' rows one after another, in chunks claimed by the pool's
+// threads (a thread whose core is shared with another process takes
+// fewer): fn(product, first, r0, r1) for each product's rows [r0, r1) in a
+// chunk, `first` the product's first row in the concatenation.
+template <class Products, class Rows, class Fn>
+void for_product_rows(ThreadPool& pool, const Products& ps, Rows rows, Fn fn) {
+  int64_t total = 0;
+  for (const auto& p : ps) total += rows(p);
+  const int64_t chunk = row_chunk(total, pool.size());
+  pool.run([&](int) {
+    pool.for_chunks(total, chunk, [&](int64_t b, int64_t e) {
+      int64_t first = 0;
+      for (const auto& p : ps) {
+        const int64_t M = rows(p), r0 = std::max(b - first, int64_t(0)), r1 = std::min(e - first, M);
+        if (r0 < r1) fn(p, first, r0, r1);
+        first += M;
+      }
+    });
+  });
+}
+
 }  // namespace
 
 void Model::reset(int max_seq, int max_batch) {
@@ -105,11 +126,6 @@ void Model::resize_state(int max_seq, int max_batch) {
   s.value_cache.assign(cache * size_t(dense_row_bytes(s.v_type, 1)));
 }
 
-// Products that share the input x[n][in_dim] (q, k and v; gate and up), in
-// one parallel region: each thread takes the same share of every matrix, so
-// a decode step waits at one barrier per group instead of one per matrix.
-// The input is quantized once per group in int8 mode; either way the kernels
-// read rows of K = padded_cols(in_dim), the padding zero.
 // Fairy2i's products: each input row split into its real half a = x[:m]
 // and imaginary half b = x[m:], each padded with zeros to the matrix's
 // complex columns, then the complex rows handed out as linears() does.
@@ -124,22 +140,18 @@ void Model::phase_linears(std::initializer_list<Product> ps, const float* x, int
     std::copy(in + m, in + 2 * m, row + K);
     std::fill(row + K + m, row + 2 * K, 0.0f);
   }
-  int64_t total = 0;
-  for (const Product& p : ps) total += p.l->phase.rows;
-  const int64_t chunk = row_chunk(total, pool_->size());
-  pool_->run([&](int) {
-    pool_->for_chunks(total, chunk, [&](int64_t b, int64_t e) {
-      int64_t first = 0;
-      for (const Product& p : ps) {
-        const PhaseMatrix& w = p.l->phase;
-        const int64_t r0 = std::max(b - first, int64_t(0)), r1 = std::min(e - first, w.rows);
-        if (r0 < r1) kernels_->phase_gemm(w, s.xpad.data(), n, p.y, 2 * w.rows, r0, r1);
-        first += w.rows;
-      }
-    });
-  });
+  for_product_rows(
+      *pool_, ps, [](const Product& p) { return p.l->phase.rows; },
+      [&](const Product& p, int64_t, int64_t r0, int64_t r1) {
+        kernels_->phase_gemm(p.l->phase, s.xpad.data(), n, p.y, 2 * p.l->phase.rows, r0, r1);
+      });
 }
 
+// Products that share the input x[n][in_dim] (q, k and v; gate and up), in
+// one parallel region: each thread takes the same share of every matrix, so
+// a decode step waits at one barrier per group instead of one per matrix.
+// The input is quantized once per group in int8 mode; either way the kernels
+// read rows of K = padded_cols(in_dim), the padding zero.
 void Model::linears(std::initializer_list<Product> ps, const float* x, int n, int in_dim) {
   if (ps.begin()->l->phase.data) return phase_linears(ps, x, n, in_dim);
   const KernelSet& k = *kernels_;
@@ -170,35 +182,25 @@ void Model::linears(std::initializer_list<Product> ps, const float* x, int n, in
       std::fill(q + D, q + K, int8_t(0));
     }
   }
-  // The products' rows one after another, in chunks claimed by the threads:
-  // a thread whose core is shared with another process takes fewer.
-  int64_t total = 0;
-  for (const Product& p : ps) total += p.l->w.rows;
-  const int64_t chunk = row_chunk(total, pool_->size());
-  pool_->run([&](int) {
-    pool_->for_chunks(total, chunk, [&](int64_t b, int64_t e) {
-      int64_t first = 0;  // of the current product in the concatenation
-      int32_t* sums = s.isum.data();  // [n][M] per product, one after another
-      for (const Product& p : ps) {
+  for_product_rows(
+      *pool_, ps, [](const Product& p) { return p.l->w.rows; },
+      [&](const Product& p, int64_t first, int64_t r0, int64_t r1) {
         const TernaryMatrix& w = p.l->w;
-        const int64_t M = w.rows, r0 = std::max(b - first, int64_t(0)), r1 = std::min(e - first, M);
-        if (r0 < r1 && !int8) {
+        const int64_t M = w.rows;
+        if (!int8) {
           if (n == 1) k.gemv_f32(w, x, p.y, r0, r1);
           else k.gemm_f32(w, x, n, p.y, r0, r1);
-        } else if (r0 < r1) {
-          if (n == 1) k.gemv_i8(w, s.xq.data(), sums, r0, r1);
-          else k.gemm_i8(w, s.xq.data(), n, sums, r0, r1);
-          for (int i = 0; i < n; ++i) {
-            const float inv = 1.0f / s.xq_scale[size_t(i)];
-            for (int64_t r = r0; r < r1; ++r)
-              p.y[size_t(i) * M + r] = float(sums[size_t(i) * M + r]) * (w.row_scale[r] * inv);
-          }
+          return;
         }
-        sums += size_t(n) * size_t(M);
-        first += M;
-      }
-    });
-  });
+        int32_t* sums = s.isum.data() + size_t(n) * size_t(first);  // [n][M] per product, one after another
+        if (n == 1) k.gemv_i8(w, s.xq.data(), sums, r0, r1);
+        else k.gemm_i8(w, s.xq.data(), n, sums, r0, r1);
+        for (int i = 0; i < n; ++i) {
+          const float inv = 1.0f / s.xq_scale[size_t(i)];
+          for (int64_t r = r0; r < r1; ++r)
+            p.y[size_t(i) * M + r] = float(sums[size_t(i) * M + r]) * (w.row_scale[r] * inv);
+        }
+      });
 }
 
 std::span<const float> Model::forward(std::span<const int32_t> tokens, int pos, bool all_logits) {
