@@ -16,6 +16,9 @@
 namespace tern {
 
 constexpr int kPhaseBlock = 64;  // complex columns per block
+// Residual stages a file may hold (Fairy2i-W2 has 2); packer, loader and
+// command line share the bound.
+constexpr int kMaxPhaseStages = 8;
 
 // Complex columns m padded to whole blocks; the padding codes are 0 and the
 // activations there are zero.

@@ -23,7 +23,6 @@ constexpr std::array kFloatTypes{TensorType::F32, TensorType::F16, TensorType::B
 constexpr std::array kF32{TensorType::F32};
 constexpr std::array kTernaryTypes{TensorType::TQ2_0, TensorType::TQ1_0, TensorType::I2_S};
 constexpr std::array kPhaseTypes{TensorType::FAIRY2I};
-constexpr uint64_t kMaxStages = 8;
 
 int hparam(const gguf::File& f, const std::string& key, int lo, int hi) {
   const uint64_t v = f.get(key).as_uint(key);
@@ -232,9 +231,9 @@ Linear load_phase(const gguf::File& f, const std::string& name, int64_t rows, in
   const uint64_t pc = uint64_t(phase_cols(cols / 2));
   const gguf::TensorInfo* found = f.find_tensor(name);
   const uint64_t stages = found && found->dims.size() == 3 ? found->dims[2] : 2;
-  if (stages < 1 || stages > kMaxStages)
+  if (stages < 1 || stages > uint64_t(kMaxPhaseStages))
     throw file_error(f.path(), "tensor '" + name + "' has " + std::to_string(stages) + " stages, expected 1 to " +
-                                   std::to_string(kMaxStages));
+                                   std::to_string(kMaxPhaseStages));
   const std::array<uint64_t, 3> dims{2 * pc, uint64_t(rows), stages};
   const gguf::TensorInfo& t = f.tensor(name, kPhaseTypes, dims);
   const std::string key = "tern.scale." + name;

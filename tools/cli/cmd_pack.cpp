@@ -5,6 +5,7 @@
 #include "cli/commands.h"
 #include "pack/packer.h"
 #include "tern/error.h"
+#include "tern/phase.h"
 
 namespace tern::cli {
 
@@ -35,7 +36,7 @@ void add_pack(CLI::App& app) {
           ->excludes(type_opt)
           ->excludes(ternarize);
   cmd->add_option("--fairy2i-stages", *stages, "residual stages of --fairy2i (default 2: W2)")
-      ->check(CLI::Range(1, 8))
+      ->check(CLI::Range(1, kMaxPhaseStages))
       ->needs(fairy_opt);
   cmd->add_flag("--verify", o->verify, "re-read the output and check every value against the source");
   cmd->callback([o, type, head, embd, fairy, stages] {

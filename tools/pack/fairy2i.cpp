@@ -55,7 +55,8 @@ PhaseQuantized phase_quantize(const float* a, int64_t rows, int64_t cols, int st
   if (rows <= 0 || cols <= 0 || rows % 2 || cols % 2)
     throw Error("Fairy2i needs a weight with even sides, not " + std::to_string(rows) + " x " +
                 std::to_string(cols));
-  if (stages < 1 || stages > 8) throw Error("Fairy2i stages must be 1 to 8, not " + std::to_string(stages));
+  if (stages < 1 || stages > kMaxPhaseStages)
+    throw Error("Fairy2i stages must be 1 to " + std::to_string(kMaxPhaseStages) + ", not " + std::to_string(stages));
   PhaseQuantized q;
   q.n = rows / 2, q.m = cols / 2, q.stages = stages;
   const int64_t n = q.n, m = q.m;

@@ -11,6 +11,7 @@
 #include "pack/fairy2i.h"
 #include "pack/ternarize.h"
 #include "tern/error.h"
+#include "tern/phase.h"
 #include "tern/quant.h"
 
 namespace tern::pack {
@@ -103,8 +104,9 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 }  // namespace
 
 PackInputs load_inputs(const PackOptions& o) {
-  if (o.fairy2i_stages < 0 || o.fairy2i_stages > 8)
-    throw Error("pack: --fairy2i-stages must be 1 to 8, not " + std::to_string(o.fairy2i_stages));
+  if (o.fairy2i_stages < 0 || o.fairy2i_stages > kMaxPhaseStages)
+    throw Error("pack: --fairy2i-stages must be 1 to " + std::to_string(kMaxPhaseStages) + ", not " +
+                std::to_string(o.fairy2i_stages));
   if (o.type != TensorType::TQ2_0 && o.type != TensorType::TQ1_0)
     throw Error("pack: output type must be TQ2_0 or TQ1_0, not " +
                 std::string(gguf::traits(o.type).name));
@@ -257,6 +259,13 @@ std::vector<float> read_values(const PackInputs& in, const PlanTensor& t) {
   return v;
 }
 
+void check_finite(const PlanTensor& t, std::span<const float> v, uint64_t first_row) {
+  for (uint64_t i = 0; i < v.size(); ++i)
+    if (!std::isfinite(v[i]))
+      throw file_error(t.src->file->path(), "tensor '" + t.src_name + "' row " +
+                                                std::to_string(first_row + i / t.cols) + " has a non-finite value");
+}
+
 void for_each_chunk(const PackInputs& in, PlanTensor& t,
                     const std::function<void(uint64_t, std::span<const float>)>& fn) {
   const uint64_t step = std::max<uint64_t>(1, in.chunk_floats / std::max<uint64_t>(1, t.cols));
@@ -265,10 +274,7 @@ void for_each_chunk(const PackInputs& in, PlanTensor& t,
     const std::vector<float> v = in.ckpt.read_f32(*t.src, r0 * t.cols, n * t.cols);
     // A NaN norm or embedding row would pack and then print plausible
     // text; every float tensor passes through here on its way out.
-    for (uint64_t i = 0; i < (t.finite_checked ? 0 : v.size()); ++i)
-      if (!std::isfinite(v[i]))
-        throw file_error(t.src->file->path(), "tensor '" + t.src_name + "' row " + std::to_string(r0 + i / t.cols) +
-                                                  " has a non-finite value");
+    if (!t.finite_checked) check_finite(t, v, r0);
     fn(r0, v);
   }
   t.finite_checked = true;
@@ -321,10 +327,7 @@ void analyze_ternary(PlanTensor& t, const std::vector<float>& data, ScaleRule ru
                      TensorType ternary_type) {
   const std::string& path = t.src->file->path();
   t.type = ternary_type;
-  for (uint64_t i = 0; i < data.size(); ++i)
-    if (!std::isfinite(data[i]))
-      throw file_error(path, "tensor '" + t.src_name + "' row " + std::to_string(i / t.cols) +
-                                 " has a non-finite value");
+  check_finite(t, data, 0);
   std::vector<float> src_scales;
   if (rule == ScaleRule::Packed) {
     for (uint64_t i = 0; i < data.size(); ++i)
@@ -407,10 +410,7 @@ std::vector<uint8_t> encode_float(const PlanTensor& t, std::span<const float> va
 }
 
 PhaseQuantized phase_quantize_checked(const PackInputs& in, const PlanTensor& t, const std::vector<float>& data) {
-  for (uint64_t i = 0; i < data.size(); ++i)
-    if (!std::isfinite(data[i]))
-      throw file_error(t.src->file->path(), "tensor '" + t.src_name + "' row " + std::to_string(i / t.cols) +
-                                                " has a non-finite value");
+  check_finite(t, data, 0);
   return phase_quantize(data.data(), int64_t(t.rows), int64_t(t.cols), in.phase_stages);
 }
 

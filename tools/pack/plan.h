@@ -83,6 +83,10 @@ std::vector<float> read_values(const PackInputs& in, const PlanTensor& t);
 // Float tensors (norms, embedding, head) stream in chunks of whole rows of
 // about PackOptions::chunk_floats values, so pack's memory does not grow
 // with the vocabulary; fn(first row, the chunk's values) in row order.
+// Throws "tensor 'NAME' row R has a non-finite value" for the first NaN or
+// infinity among rows of t starting at first_row.
+void check_finite(const PlanTensor& t, std::span<const float> v, uint64_t first_row);
+
 // The first pass over a tensor checks every value is finite and sets
 // t.finite_checked; later passes skip the scan.
 void for_each_chunk(const PackInputs& in, PlanTensor& t,
