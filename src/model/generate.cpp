@@ -4,14 +4,10 @@
 #include <cmath>
 #include <limits>
 
+#include "clock.h"
 #include "tern/error.h"
 
 namespace tern {
-namespace {
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-}  // namespace
 
 GenerateStats generate(Model& model, const Tokenizer& tok, std::string_view prompt,
                        const GenerateOptions& o, Sampler& sampler, const TextSink& on_text) {

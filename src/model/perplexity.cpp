@@ -4,15 +4,12 @@
 #include <chrono>
 #include <cmath>
 
+#include "clock.h"
 #include "tern/error.h"
 #include "tern/generate.h"
 
 namespace tern {
 namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
 
 // log softmax(row)[token], in double.
 double log_prob(const float* row, size_t V, int32_t token) {
@@ -35,6 +32,7 @@ struct NllSum {
   }
   void finish(PerplexityResult& r, int64_t denominator) const {
     r.n_scored = scored;
+    r.n_counted = denominator;
     const double mean = nll / double(std::max<int64_t>(denominator, 1));
     r.ppl = std::exp(mean);
     const double m = nll / double(std::max<int64_t>(scored, 1)), var = nll2 / double(std::max<int64_t>(scored, 1)) - m * m;
@@ -72,7 +70,6 @@ PerplexityResult perplexity(Model& model, const std::vector<int32_t>& tokens, in
   r.n_chunks = n_chunks;
   r.seconds = seconds_since(t0);
   sum.finish(r, sum.scored);
-  r.n_counted = sum.scored;
   return r;
 }
 
@@ -129,7 +126,6 @@ PerplexityResult perplexity_packed_lines(Model& model, const std::vector<std::ve
   r.n_chunks = int(seqs.size());
   r.seconds = seconds_since(t0);
   sum.finish(r, counted);
-  r.n_counted = counted;
   return r;
 }
 

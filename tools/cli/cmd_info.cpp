@@ -55,13 +55,14 @@ void run_info(const std::string& path, const std::string& kernel) {
     std::printf("%-28s %-7s %-16s %12llu\n", printable(t.name).c_str(), gguf::traits(t.type).name,
                 t.shape_string().c_str(), static_cast<unsigned long long>(t.nbytes));
     // A FAIRY2I tensor's last dimension is its stages, not more weights.
-    all_w += t.type == gguf::TensorType::FAIRY2I && t.dims.size() == 3 ? t.dims[0] * t.dims[1] : t.n_elements();
+    const bool phase = t.type == gguf::TensorType::FAIRY2I && t.dims.size() == 3;  // [2m', 2n, stages]
+    all_w += phase ? t.dims[0] * t.dims[1] : t.n_elements();
     all_b += t.nbytes;
     if (is_ternary_type(t.type) || t.type == gguf::TensorType::I2_S) {
       tern_w += t.n_elements();
       tern_b += t.nbytes;
     }
-    if (t.type == gguf::TensorType::FAIRY2I && t.dims.size() == 3) {  // [2m', 2n, stages]
+    if (phase) {
       phase_w += t.dims[0] * t.dims[1];
       phase_b += t.nbytes;
       ++phase_n;

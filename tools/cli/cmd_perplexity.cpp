@@ -19,6 +19,12 @@ struct PerplexityOptions {
   bool packed_lines = false;
 };
 
+// llama-perplexity's running output: "[chunk]ppl," as each chunk ends.
+void print_running(int chunk, double ppl) {
+  std::printf("[%d]%.4f,", chunk, ppl);
+  std::fflush(stdout);
+}
+
 // Fairy2i-W2's protocol (generate.h): the text's non-empty lines, each
 // tokenized without BOS, scored in packed sequences of ctx tokens.
 PerplexityResult packed_lines(Model& model, const Tokenizer& tok, const std::string& text, int ctx, int max_seqs) {
@@ -31,10 +37,7 @@ PerplexityResult packed_lines(Model& model, const Tokenizer& tok, const std::str
     if (nl > at) items.push_back(tok.encode(std::string_view(text).substr(at, nl - at), eo));
     at = nl + 1;
   }
-  return perplexity_packed_lines(model, items, tok.bos(), tok.eos(), ctx, max_seqs, [](int seq, double ppl) {
-    std::printf("[%d]%.4f,", seq, ppl);
-    std::fflush(stdout);
-  });
+  return perplexity_packed_lines(model, items, tok.bos(), tok.eos(), ctx, max_seqs, print_running);
 }
 
 void run_perplexity(PerplexityOptions o) {
@@ -55,10 +58,7 @@ void run_perplexity(PerplexityOptions o) {
     } else {
       const std::vector<int32_t> tokens = tok.encode(text, eo);
       n_tokens = tokens.size();
-      r = perplexity(*model, tokens, tok.adds_bos() ? tok.bos() : -1, ctx, o.chunks, [](int chunk, double ppl) {
-        std::printf("[%d]%.4f,", chunk, ppl);
-        std::fflush(stdout);
-      });
+      r = perplexity(*model, tokens, tok.adds_bos() ? tok.bos() : -1, ctx, o.chunks, print_running);
     }
   } catch (const Error& e) {
     throw file_error(o.text_file, e.what());
