@@ -3,6 +3,8 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -20,6 +22,14 @@ namespace tern::bench {
 int64_t l3_bytes(std::string* source = nullptr);
 // A working set this large cannot stay in any cache: 4 x L3.
 inline int64_t cold_bytes() { return 4 * l3_bytes(); }
+
+// 64-byte aligned buffers of weight copies, rounded up to whole 64 bytes.
+constexpr size_t kAlignBytes = 64;
+struct FreeDeleter {
+  void operator()(uint8_t* p) const { std::free(p); }
+};
+using Buf = std::unique_ptr<uint8_t[], FreeDeleter>;
+Buf aligned_buf(size_t bytes);  // throws tern::Error if allocation fails
 
 // Throws tern::Error if `extra` more bytes would leave too little memory for
 // the rest of the machine (the box is shared); `what` names the allocation.

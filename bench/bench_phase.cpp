@@ -37,13 +37,9 @@ constexpr Shape kShapes[] = {{4096, 4096}, {11008, 4096}, {4096, 11008}};
 constexpr int kThreads[] = {1, 2};
 constexpr int kStages = 2;
 
-struct FreeDeleter {
-  void operator()(uint8_t* p) const { std::free(p); }
-};
-
 // Copies of a random W2 matrix: 1 (warm) or enough to exceed cold_bytes().
 struct PhaseCopies {
-  std::vector<std::unique_ptr<uint8_t[], FreeDeleter>> data;
+  std::vector<Buf> data;
   std::vector<float> scales;
   std::vector<PhaseMatrix> mats;
   int64_t bytes = 0;  // one matrix's planes
@@ -60,13 +56,10 @@ PhaseCopies make_copies(const Shape& s, bool cold) {
   c.scales.assign(4 * kStages, 0.0f);
   for (float& v : c.scales) v = 0.01f + float(rng() % 1000) / 4000.0f;
   for (int64_t k = 0; k < count; ++k) {
-    const size_t bytes = size_t((c.bytes + 63) / 64 * 64);
-    auto* p = static_cast<uint8_t*>(std::aligned_alloc(64, bytes));
-    if (!p) throw Error("bench: cannot allocate " + std::to_string(bytes) + " bytes");
-    c.data.emplace_back(p);
-    auto* w = reinterpret_cast<uint64_t*>(p);
-    for (size_t i = 0; i < bytes / 8; ++i) w[i] = rng();
-    c.mats.push_back(PhaseMatrix{n, cols, kStages, p, c.scales.data()});
+    c.data.push_back(aligned_buf(size_t(c.bytes)));
+    auto* w = reinterpret_cast<uint64_t*>(c.data.back().get());
+    for (size_t i = 0; i < size_t(c.bytes) / 8; ++i) w[i] = rng();
+    c.mats.push_back(PhaseMatrix{n, cols, kStages, c.data.back().get(), c.scales.data()});
   }
   return c;
 }
@@ -206,7 +199,8 @@ void register_all() {
   for (const Shape& s : kShapes)
     for (int t : kThreads)
       for (bool cold : {false, true}) {
-        std::string tail = "/" + shape_name(s);
+        std::string tail = "/";  // += avoids GCC 12's false -Wrestrict on "x" + string
+        tail += shape_name(s);
         tail += "/threads:" + std::to_string(t);
         tail += cold ? "/cold" : "/warm";
         for (const KernelSet* k : all_kernel_sets()) {

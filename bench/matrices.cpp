@@ -15,21 +15,15 @@
 #include "tern/quant.h"
 
 namespace tern::bench {
-namespace {
-
-constexpr size_t kAlign = 64;
-
-struct FreeDeleter {
-  void operator()(uint8_t* p) const { std::free(p); }
-};
-using Buf = std::unique_ptr<uint8_t[], FreeDeleter>;
 
 Buf aligned_buf(size_t bytes) {
-  const size_t n = (bytes + kAlign - 1) / kAlign * kAlign;
-  auto* p = static_cast<uint8_t*>(std::aligned_alloc(kAlign, n == 0 ? kAlign : n));
+  const size_t n = (bytes + kAlignBytes - 1) / kAlignBytes * kAlignBytes;
+  auto* p = static_cast<uint8_t*>(std::aligned_alloc(kAlignBytes, n == 0 ? kAlignBytes : n));
   if (p == nullptr) throw Error("bench: cannot allocate " + std::to_string(n) + " bytes");
   return Buf(p);
 }
+
+namespace {
 
 uint64_t splitmix(uint64_t& s) {
   uint64_t z = (s += 0x9E3779B97F4A7C15ull);
