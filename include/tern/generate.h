@@ -90,10 +90,11 @@ PerplexityResult perplexity(Model& model, const std::vector<int32_t>& tokens, in
 // packs the rest in order into sequences that start with BOS (none when
 // bos < 0), a new sequence whenever the next item would pass n_ctx tokens.
 // Like the published code, a sequence can be n_ctx + 1 long (BOS and an
-// item of exactly n_ctx tokens) unless it is the last, which is dropped. perplexity_packed_lines predicts every position after the first
-// of each sequence; a prediction made from an EOS is not scored but counts
-// in the denominator, as in the published code; ppl = exp(sum of nll /
-// count). max_seqs < 0: all. on_seq gets (sequence from 1, running ppl).
+// item of exactly n_ctx tokens) unless it is the last, which is dropped.
+// perplexity_packed_lines predicts every position after the first of each
+// sequence; a prediction made from an EOS is not scored but counts in the
+// denominator, as in the published code; ppl = exp(sum of nll / count).
+// max_seqs < 0: all. on_seq gets (sequence from 1, running ppl).
 std::vector<std::vector<int32_t>> pack_line_items(const std::vector<std::vector<int32_t>>& items, int32_t bos,
                                                   int32_t eos, int n_ctx);
 PerplexityResult perplexity_packed_lines(Model& model, const std::vector<std::vector<int32_t>>& items,
