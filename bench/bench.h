@@ -79,8 +79,18 @@ uint64_t read_slice(const RoofBuffer& b, int slice, int threads, const char** is
 // like a GEMV's rows: the roof paired with each cold GEMV call.
 uint64_t read_range(const RoofBuffer& b, size_t offset, size_t bytes, int threads);
 
+// A weight matrix's shape, rows x cols, and the thread counts every
+// program runs.
+struct Shape {
+  int64_t M, K;
+};
+constexpr int kThreads[] = {1, 2};
+
 // roof/read/threads:<T>: the read roof as a benchmark (GB/s counter).
 void bm_roof(benchmark::State& st, int threads);
+// Registers bm_roof for each of kThreads (every program reports its ratios
+// against them).
+void register_roofs();
 
 // Each benchmark program's own: registers its benchmarks.
 void register_all();

@@ -28,15 +28,11 @@ namespace {
 
 using gguf::TensorType;
 
-struct Shape {
-  int64_t M, K;  // rows x cols
-};
 // BitNet b1.58 2B-4T, bitnet_b1_58-large, Llama3-8B: attention, gate/up, down.
 constexpr Shape kShapes[] = {
     {2560, 2560}, {640, 2560},  {6912, 2560}, {2560, 6912},   {1536, 1536},
     {4096, 1536}, {1536, 4096}, {4096, 4096}, {14336, 4096}, {4096, 14336},
 };
-constexpr int kThreads[] = {1, 2};
 
 struct Case {
   const KernelSet* set;
@@ -169,12 +165,7 @@ std::string join(const std::vector<std::string>& v) {
 }  // namespace
 
 void register_all() {
-  for (int t : kThreads) {
-    const std::string name = "roof/read/threads:" + std::to_string(t);
-    benchmark::RegisterBenchmark(name.c_str(), [t](benchmark::State& st) { bm_roof(st, t); })
-        ->UseRealTime()
-        ->Unit(benchmark::kMillisecond);
-  }
+  register_roofs();
   std::vector<const KernelSet*> sets;
   std::vector<std::string> on, off;
   for (const KernelSet* s : all_kernel_sets()) {

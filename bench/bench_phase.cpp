@@ -29,12 +29,11 @@
 namespace tern::bench {
 namespace {
 
-struct Shape {
+struct PhaseShape {
   int64_t rows, cols;  // real
 };
 // LLaMA-2 7B: q/k/v/o, gate/up, down.
-constexpr Shape kShapes[] = {{4096, 4096}, {11008, 4096}, {4096, 11008}};
-constexpr int kThreads[] = {1, 2};
+constexpr PhaseShape kShapes[] = {{4096, 4096}, {11008, 4096}, {4096, 11008}};
 constexpr int kStages = 2;
 
 // Copies of a random W2 matrix: 1 (warm) or enough to exceed cold_bytes().
@@ -46,7 +45,7 @@ struct PhaseCopies {
   size_t next = 0;
 };
 
-PhaseCopies make_copies(const Shape& s, bool cold) {
+PhaseCopies make_copies(const PhaseShape& s, bool cold) {
   PhaseCopies c;
   const int64_t n = s.rows / 2, cols = phase_cols(s.cols / 2);
   c.bytes = kStages * n * (cols / kPhaseBlock) * int64_t(sizeof(BlockPhase));
@@ -136,7 +135,7 @@ std::vector<float> random_input(int64_t n, uint32_t seed) {
   return v;
 }
 
-void bm_phase(benchmark::State& st, const KernelSet* set, Shape s, int threads, bool cold) {
+void bm_phase(benchmark::State& st, const KernelSet* set, PhaseShape s, int threads, bool cold) {
   PhaseCopies c;
   try {
     c = make_copies(s, cold);
@@ -157,7 +156,7 @@ void bm_phase(benchmark::State& st, const KernelSet* set, Shape s, int threads, 
   report(st, t, c.bytes, s.rows * s.cols);
 }
 
-void bm_ternary(benchmark::State& st, const KernelSet* set, ActMode mode, Shape s, int threads, bool cold) {
+void bm_ternary(benchmark::State& st, const KernelSet* set, ActMode mode, PhaseShape s, int threads, bool cold) {
   Rotation rot;
   try {
     rot = matrices(gguf::TensorType::TQ2_0, s.rows, s.cols, *set, cold);
@@ -179,16 +178,12 @@ void bm_ternary(benchmark::State& st, const KernelSet* set, ActMode mode, Shape 
   report(st, t, rot.read_bytes, s.rows * s.cols);
 }
 
-std::string shape_name(Shape s) { return std::to_string(s.rows) + "x" + std::to_string(s.cols); }
+std::string shape_name(PhaseShape s) { return std::to_string(s.rows) + "x" + std::to_string(s.cols); }
 
 }  // namespace
 
 void register_all() {
-  for (int t : kThreads)
-    benchmark::RegisterBenchmark(("roof/read/threads:" + std::to_string(t)).c_str(),
-                                 [t](benchmark::State& st) { bm_roof(st, t); })
-        ->UseRealTime()
-        ->Unit(benchmark::kMillisecond);
+  register_roofs();
   const KernelSet* best_float = nullptr;
   const KernelSet* best_int8 = nullptr;
   for (const KernelSet* k : all_kernel_sets()) {
@@ -196,7 +191,7 @@ void register_all() {
     if (!best_float && kernel_supports(*k, ActMode::Float)) best_float = k;
     if (!best_int8 && kernel_supports(*k, ActMode::Int8)) best_int8 = k;
   }
-  for (const Shape& s : kShapes)
+  for (const PhaseShape& s : kShapes)
     for (int t : kThreads)
       for (bool cold : {false, true}) {
         std::string tail = "/";  // += avoids GCC 12's false -Wrestrict on "x" + string

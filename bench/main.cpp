@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <string>
 #include <vector>
 
 #include "bench.h"
@@ -38,6 +39,13 @@ void bm_roof(benchmark::State& st, int threads) {
   st.SetLabel(std::string(isa) + " loads");
 }
 
+void register_roofs() {
+  for (int t : kThreads)
+    benchmark::RegisterBenchmark(("roof/read/threads:" + std::to_string(t)).c_str(),
+                                 [t](benchmark::State& st) { bm_roof(st, t); })
+        ->UseRealTime()
+        ->Unit(benchmark::kMillisecond);
+}
 
 int run_main(int argc, char** argv, const char* program) {
   // A short default per benchmark keeps the full table to minutes; an

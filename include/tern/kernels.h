@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "tern/gguf.h"
+#include "tern/quant.h"
 
 namespace tern {
 
@@ -111,6 +112,10 @@ struct PhaseMatrix {
 using PhaseGemm = void (*)(const PhaseMatrix& w, const float* x, int64_t n, float* y, int64_t ldy,
                            int64_t r0, int64_t r1);
 
+// Int8 activations for the int8 mode: x[n] -> q[n], returning the scale,
+// byte for byte as quantize_act_i8 (quant.h), the scalar reference.
+using QuantizeI8 = float (*)(const float* x, int64_t n, int8_t* q);
+
 // A set may implement one activation mode only; the other's pointers are null.
 struct KernelSet {
   const char* name;
@@ -123,6 +128,7 @@ struct KernelSet {
   Prepare prepare = nullptr;  // null: the kernel reads the GGUF layout directly
   PreparedBytes prepared_bytes = nullptr;  // set exactly when prepare is
   PhaseGemm phase_gemm = nullptr;  // Fairy2i linears; null: the set has no path for them
+  QuantizeI8 quantize_i8 = &quantize_act_i8;  // every set has it
 };
 
 // The read roof's loop (kernels/read_roof.cpp): sums the bytes p[0, n) (n

@@ -33,11 +33,6 @@ void swiglu(float* gate, const float* up, int n);
 // gate[i] = relu(gate[i])^2 * up[i] (BitNet b1.58 2B-4T's relu2 GLU)
 void relu2_glu(float* gate, const float* up, int n);
 
-// Per-token absmax int8 quantization as BitNet b1.58 trains it:
-// s = 127 / max(max|x|, 1e-5), q = clamp(round_half_even(x * s), -128, 127).
-// Returns s.
-float quantize_int8(const float* x, int8_t* q, int n);
-
 // Float dot product in eight interleaved partial sums, in a fixed order
 // (attention scores, the float output head).
 float dot(const float* a, const float* b, int n);

@@ -80,6 +80,13 @@ struct ActQ8 {
 };
 void quantize_act_q8(const float* x, int64_t n, ActQ8* out);  // n % QK8_0 == 0
 
+// Per-token absmax int8 activations as BitNet b1.58 trains them:
+// s = 127 / max(max|x|, 1e-5), q = clamp(round_half_even(x * s), -128, 127),
+// NaN to -128 (an overflowed activation must not reach a float-to-int
+// cast). Returns s. The scalar reference; KernelSet::quantize_i8 computes
+// the same bytes with vector instructions.
+float quantize_act_i8(const float* x, int64_t n, int8_t* q);
+
 // Pack/unpack one row of K trits (K a positive multiple of QK, else
 // tern::Error). `trits` values are -1, 0, +1; pack throws tern::Error
 // "non-ternary value V at column C" on anything else. d goes in every block.

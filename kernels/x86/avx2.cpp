@@ -12,6 +12,7 @@
 #include "avx2_dense.h"
 #include "avx2_float.h"
 #include "avx2_phase.h"
+#include "avx2_quant.h"
 
 namespace tern::kernels_detail {
 namespace {
@@ -54,7 +55,7 @@ bool available(const CpuFeatures& f) { return f.avx2 && f.fma && f.f16c && f.os_
 
 const KernelSet& avx2_kernels() {
   static const KernelSet set{"avx2", &available, &gemv_f32_avx2, &gemv_i8, &gemm_f32_avx2, &gemm_i8,
-                             &dense_gemm_x86, nullptr, nullptr, &phase_gemm_avx2};
+                             &dense_gemm_x86, nullptr, nullptr, &phase_gemm_avx2, &quantize_i8_avx2};
   return set;
 }
 

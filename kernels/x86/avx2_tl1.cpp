@@ -26,6 +26,7 @@
 #include "../kernel_sets.h"
 #include "../tl1_layout.h"
 #include "avx2_dense.h"
+#include "avx2_quant.h"
 #include "tern/quant.h"
 
 namespace tern::kernels_detail {
@@ -123,7 +124,7 @@ bool available(const CpuFeatures& f) { return f.avx2 && f.fma && f.f16c && f.os_
 
 const KernelSet& avx2_tl1_kernels() {
   static const KernelSet set{"avx2-tl1", &available, nullptr, &gemv_i8, nullptr, &gemm_i8, &dense_gemm_x86, &tl1_prepare,
-                             &tl1_prepared_bytes};
+                             &tl1_prepared_bytes, nullptr, &quantize_i8_avx2};
   return set;
 }
 

@@ -11,6 +11,7 @@
 #include "avx2_dense.h"
 #include "avx2_float.h"
 #include "avx2_phase.h"
+#include "avx2_quant.h"
 
 namespace tern::kernels_detail {
 namespace {
@@ -59,7 +60,7 @@ bool available(const CpuFeatures& f) { return f.avx2 && f.fma && f.f16c && f.avx
 
 const KernelSet& avx2_vnni_kernels() {
   static const KernelSet set{"avx2-vnni", &available, &gemv_f32_avx2, &gemv_i8, &gemm_f32_avx2, &gemm_i8,
-                             &dense_gemm_x86, nullptr, nullptr, &phase_gemm_avx2};
+                             &dense_gemm_x86, nullptr, nullptr, &phase_gemm_avx2, &quantize_i8_avx2};
   return set;
 }
 

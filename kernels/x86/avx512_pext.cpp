@@ -37,6 +37,7 @@
 #include "../code_layout.h"
 #include "../kernel_sets.h"
 #include "avx2_dense.h"
+#include "avx2_quant.h"
 #include "tern/error.h"
 
 // The hot loop, kept out of line under a fixed unmangled name so the
@@ -167,7 +168,7 @@ bool available(const CpuFeatures& c) {
 const KernelSet& avx512_pext_kernels() {
   static const KernelSet set{"avx512-pext", &available, &gemv_f32, &gemv_i8,
                              &gemm_f32,     &gemm_i8,   &dense_gemm_x86, &prepare,
-                             &prepared_bytes};
+                             &prepared_bytes, nullptr, &quantize_i8_avx2};
   return set;
 }
 

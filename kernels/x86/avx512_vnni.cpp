@@ -44,6 +44,7 @@
 #include "../code_layout.h"
 #include "../kernel_sets.h"
 #include "avx2_dense.h"
+#include "avx2_quant.h"
 #include "tern/error.h"
 
 namespace tern::kernels_detail {
@@ -250,7 +251,7 @@ bool available(const CpuFeatures& c) {
 
 const KernelSet& avx512_vnni_kernels() {
   static const KernelSet set{"avx512-vnni", &available, nullptr, &gemv_i8, nullptr, &gemm_i8, &dense_gemm_x86, &prepare,
-                             &prepared_bytes};
+                             &prepared_bytes, nullptr, &quantize_i8_avx2};
   return set;
 }
 

@@ -178,7 +178,7 @@ void Model::linears(std::initializer_list<Product> ps, const float* x, int n, in
   if (int8) {
     for (size_t i = 0; i < size_t(n); ++i) {
       int8_t* q = s.xq.data() + i * K;
-      s.xq_scale[i] = ops::quantize_int8(x + i * stride, q, in_dim);
+      s.xq_scale[i] = k.quantize_i8(x + i * stride, in_dim, q);
       std::fill(q + D, q + K, int8_t(0));
     }
   }

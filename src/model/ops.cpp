@@ -88,18 +88,6 @@ void relu2_glu(float* gate, const float* up, int n) {
   }
 }
 
-float quantize_int8(const float* x, int8_t* q, int n) {
-  float amax = 0;
-  for (int i = 0; i < n; ++i) amax = std::max(amax, std::fabs(x[i]));
-  const float s = 127.0f / std::max(amax, 1e-5f);
-  // nearbyint rounds half to even under the default mode, like torch.round.
-  // fmax/fmin, not clamp: they map NaN (an overflowed activation) to a
-  // bound, where clamp passes it to a float-to-int cast, which is undefined.
-  for (int i = 0; i < n; ++i)
-    q[i] = int8_t(std::fmin(std::fmax(std::nearbyint(x[i] * s), -128.0f), 127.0f));
-  return s;
-}
-
 // Eight interleaved partial sums, added in a fixed order: the compiler
 // vectorizes the lanes without reassociating anything, so the result is the
 // same on every machine, and a chain of dependent adds (7% of a decode step

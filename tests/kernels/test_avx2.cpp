@@ -122,6 +122,25 @@ TEST_P(Avx2Sets, Int8RowRangesAndBatches) {
     }
 }
 
+// Prompt-sized batches (many groups of four vectors, and a partial last
+// group) on uniform rows at the activation extremes, where every int16 and
+// int32 partial sum is at its largest, with ranges that split row pairs.
+TEST_P(Avx2Sets, Int8BatchedTilesMatchScalar) {
+  for (TensorType type : kTypes)
+    for (Rows rows : {Rows::Plus, Rows::Minus, Rows::Random})
+      for (int64_t K : {256, 1280, 2560}) {
+        const int64_t M = 9;
+        const Matrix m = make_matrix(*ks_, type, M, K, rows, uint32_t(K + 7 * int(rows)));
+        for (Acts a : {Acts::Max, Acts::Min, Acts::Random}) {
+          const auto q = acts(37 * K, a, uint32_t(K));
+          for (int64_t n : {2, 4, 17, 37}) {
+            check_int8(*ks_, m, q, n, 0, M, describe(type, M, K, 0, M, n));
+            check_int8(*ks_, m, q, n, 1, M - 2, describe(type, M, K, 1, M - 2, n));
+          }
+        }
+      }
+}
+
 TEST_P(Avx2Sets, FloatMatchesScalarWhenPresent) {
   if (ks_->gemv_f32 == nullptr) GTEST_SKIP() << GetParam() << " has no float path";
   for (TensorType type : kTypes)
