@@ -97,7 +97,9 @@ TEST(Ops, AttentionHeadRangesComposeToTheWhole) {
   tern::ops::attention(parts.data(), q.data(), keys.data(), values.data(), n_pos, H, KVH, hd,
                        scratch.data(), 2, 5);
   for (int i = 0; i < H * hd; ++i) {
-    if (i < 2 * hd || i >= 5 * hd) EXPECT_EQ(parts[i], -3.0f) << "wrote outside heads 2..4 at " << i;
+    if (i < 2 * hd || i >= 5 * hd) {
+      EXPECT_EQ(parts[i], -3.0f) << "wrote outside heads 2..4 at " << i;
+    }
   }
   for (int h : {0, 1, 5, 6, 7})
     tern::ops::attention(parts.data(), q.data(), keys.data(), values.data(), n_pos, H, KVH, hd,
