@@ -27,6 +27,13 @@ struct RenderOptions {
   std::vector<std::pair<std::string, std::string>> extra;
   // The time strftime_now() formats (local time); 0 means now.
   std::time_t now = 0;
+  // Work a render may spend (value.h's units: about 64 bytes of string
+  // made, or half a statement) besides 2 per byte of input; past it,
+  // render throws "the template runs too long". The published templates
+  // render a short chat with tools in under 2,000; the default leaves room
+  // for long conversations and tool lists, and a fuzzer sets less to spend
+  // its time on more inputs.
+  uint64_t work_budget = 2'000'000;
 };
 
 namespace detail {

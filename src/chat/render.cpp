@@ -9,7 +9,6 @@
 namespace tern::chat::detail {
 
 namespace {
-constexpr uint64_t kBudget = 2'000'000;  // work units a render may spend, besides 2 an input byte
 constexpr size_t kMaxOutput = size_t{16} << 20;
 
 std::string where(const Node& n) { return std::to_string(n.line) + ":" + std::to_string(n.col) + ": "; }
@@ -404,7 +403,7 @@ std::string Template::render(const std::vector<Message>& messages, const RenderO
   uint64_t input = options.bos_token.size() + options.eos_token.size();
   for (const Message& m : messages) input += m.role.size() + m.content.size();
   for (const auto& [name, json] : options.extra) input += name.size() + json.size();
-  Budget budget(kBudget + 2 * input);
+  Budget budget(options.work_budget + 2 * input);
   Interp in(options);
   Scope globals;
   Scope root{{}, &globals};

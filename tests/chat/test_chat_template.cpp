@@ -256,6 +256,28 @@ TEST(ChatRender, RunawayTemplatesStop) {
             "1");
 }
 
+// RenderOptions::work_budget: every published template renders a short
+// conversation with tools in 2,000 units (what its comment promises; the
+// fuzz target gives each render 20,000), and a loop of 100,000 steps that
+// the default budget allows stops under a small one.
+TEST(ChatRender, WorkBudgetIsAnOption) {
+  const std::vector<Message> chat = {
+      {"system", "You are terse."}, {"user", "Hi there!"}, {"assistant", "  Hello.\n"}, {"user", "Again?"}};
+  RenderOptions small;
+  small.bos_token = "<s>";
+  small.eos_token = "</s>";
+  small.work_budget = 2'000;
+  small.extra = {{"tools", R"([{"type":"function","function":{"name":"f","parameters":{"x":[1,2.5]}}}])"}};
+  for (const std::string& n : tern::chat::builtin_template_names()) {
+    const Template t = Template::parse(tern::chat::builtin_template(n));
+    EXPECT_EQ(error_of([&] { t.render(chat, small); }), "") << n;
+  }
+  const Template loop = Template::parse("{% for i in range(100000) %}{% endfor %}ok");
+  EXPECT_EQ(loop.render({}, RenderOptions{}), "ok");
+  small.extra.clear();
+  EXPECT_EQ(error_of([&] { loop.render({}, small); }), "chat template: 1:18: the template runs too long");
+}
+
 TEST(ChatRender, ExtraVariablesAreJson) {
   RenderOptions opt;
   opt.extra = {{"tools", R"([{"name": "f", "n": [1, 2.5, true, null]}])"}, {"date_string", "\"1 Jan 2025\""}};
