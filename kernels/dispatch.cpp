@@ -107,6 +107,8 @@ bool kernel_supports(const KernelSet& s, ActMode mode, bool phase) { return supp
 
 namespace kernels_detail {
 
+void throw_kernel_error(const char* message) { throw Error(message); }
+
 void check_call(const TernaryMatrix& w, ActMode mode, int64_t n, int64_t r0, int64_t r1) {
   auto fail = [](const std::string& problem) { throw Error("ternary kernel call: " + problem); };
   if (!is_ternary_type(w.type))

@@ -9,7 +9,8 @@
 //  2. Give that file, and only it, the ISA's compiler flags with a
 //     tern_isa_kernel(...) line in CMakeLists.txt: the rest of the binary must
 //     run on any CPU of the architecture, so no inline function compiled with
-//     those flags may be shared with it.
+//     those flags may be shared with it (the isa_units_define_no_weak_code
+//     test lists any weak symbol the file defines).
 //  3. Declare the accessor below and add it to kSetTable in dispatch.cpp under
 //     its TERN_KERNEL_* define, keeping the table best first, scalar last.
 #pragma once
@@ -28,6 +29,12 @@ void check_call(const TernaryMatrix& w, ActMode mode, int64_t n, int64_t r0, int
 void check_phase_call(const PhaseMatrix& w, int64_t n, int64_t ldy, int64_t r0, int64_t r1);
 // The same for a dense float matrix (F32, F16 or BF16; ldy >= r1 when n > 1).
 void check_dense_call(const DenseMatrix& w, int64_t n, int64_t ldy, int64_t r0, int64_t r1);
+
+// Throws tern::Error(message). The ISA files call this instead of throwing
+// themselves: constructing an Error there would define its inline
+// destructor as a weak symbol compiled with their -m flags, which the
+// linker may pick for the whole binary (tests/tools/check_isa_symbols.sh).
+[[noreturn]] void throw_kernel_error(const char* message);
 
 // One accessor per ISA file (kernels/x86/*.cpp, kernels/arm/*.cpp); declared
 // for all, defined only where CMakeLists.txt builds the file.

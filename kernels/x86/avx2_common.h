@@ -8,7 +8,8 @@
 // one file's AVX-VNNI build of a helper into a file that must run without it.
 // For the same reason these files instantiate no std:: templates (weak
 // symbols the portable code may share); what needs them (tl1_layout.cpp)
-// is compiled without -m flags.
+// is compiled without -m flags. The isa_units_define_no_weak_code test
+// (tests/tools/check_isa_symbols.sh) fails the build's tests otherwise.
 #pragma once
 #include <immintrin.h>
 

@@ -38,7 +38,6 @@
 #include "../kernel_sets.h"
 #include "avx2_dense.h"
 #include "avx2_quant.h"
-#include "tern/error.h"
 
 // The hot loop, kept out of line under a fixed unmangled name so the
 // object-code test can find it: raw sums T[r] . x over nunits * 256 columns
@@ -89,7 +88,7 @@ void for_row_groups(const TernaryMatrix& w, int64_t r0, int64_t r1, Each&& each)
   CodeLayout layout = CodeLayout::Linear;
   const uint8_t* packed = packed_codes(w, &layout);
   if (layout != CodeLayout::Linear)
-    throw Error("ternary kernel call: avx512-pext needs weights prepared by avx512-pext");
+    throw_kernel_error("ternary kernel call: avx512-pext needs weights prepared by avx512-pext");
   uint8_t* scratch = packed ? nullptr : thread_scratch(0, size_t(kRowGroup * row_bytes));
   const int64_t stride = packed ? kPackedUnitStride : kUnitBytes;
   for (int64_t r = r0, next; r < r1; r = next) {

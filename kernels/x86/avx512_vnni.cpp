@@ -45,7 +45,6 @@
 #include "../kernel_sets.h"
 #include "avx2_dense.h"
 #include "avx2_quant.h"
-#include "tern/error.h"
 
 namespace tern::kernels_detail {
 namespace {
@@ -200,7 +199,7 @@ void gemm_i8(const TernaryMatrix& w, const int8_t* q, int64_t n, int32_t* sums, 
   CodeLayout layout = default_layout(w);
   const uint8_t* packed = packed_codes(w, &layout);
   if (layout != CodeLayout::Chunk64 && layout != CodeLayout::Base3x64)
-    throw Error("ternary kernel call: avx512-vnni needs weights prepared by avx512-vnni");
+    throw_kernel_error("ternary kernel call: avx512-vnni needs weights prepared by avx512-vnni");
   const auto& dot = layout == CodeLayout::Base3x64 ? kBase3 : kChunk64;
   const int64_t row_bytes = code_row_bytes(layout, K);
   // Decode (n = 1) and short batches need no heap allocation per call.
