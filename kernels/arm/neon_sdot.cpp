@@ -21,6 +21,7 @@
 #include "../kernel_sets.h"
 #include "neon_dense.h"
 #include "neon_phase.h"
+#include "neon_quant.h"
 #include "tern/quant.h"
 
 #if !defined(__ARM_FEATURE_DOTPROD)
@@ -293,7 +294,8 @@ bool available(const CpuFeatures& cpu) { return cpu.neon && cpu.dotprod; }
 
 const KernelSet& neon_sdot_kernels() {
   static const KernelSet set{"neon-sdot", &available,       &gemv_f32, &gemv_i8, &gemm_f32,
-                             &gemm_i8,    &dense_gemm_neon, nullptr,   nullptr,  &phase_gemm_neon};
+                             &gemm_i8,    &dense_gemm_neon, nullptr,   nullptr,  &phase_gemm_neon,
+                             &quantize_i8_neon};
   return set;
 }
 

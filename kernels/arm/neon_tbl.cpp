@@ -32,6 +32,7 @@
 #include "../kernel_sets.h"
 #include "neon_dense.h"
 #include "neon_phase.h"
+#include "neon_quant.h"
 #include "neon_tbl_triples.h"
 #include "tern/error.h"
 #include "tern/quant.h"
@@ -287,7 +288,7 @@ bool available(const CpuFeatures& cpu) { return cpu.neon; }
 const KernelSet& neon_tbl_kernels() {
   static const KernelSet set{"neon-tbl", &available, &gemv_f32, &gemv_i8,
                              &gemm_f32,  &gemm_i8,   &dense_gemm_neon, &prepare,
-                             &prepared_bytes, &phase_gemm_neon};
+                             &prepared_bytes, &phase_gemm_neon, &quantize_i8_neon};
   return set;
 }
 
