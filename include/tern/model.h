@@ -128,9 +128,12 @@ struct RunState {
   std::vector<float> xpad;     // [max_batch][widest K] input padded to whole blocks or
                                // through a linear's own norm; Fairy2i: [max_batch][2 *
                                // widest padded complex width]; empty when none is needed
-  std::vector<int8_t> xq;      // [max_batch][widest K] int8 input, K = padded_cols(width)
-  std::vector<float> xq_scale; // [max_batch] 127 / absmax per token
-  std::vector<int32_t> isum;   // [max_batch][max(q_dim + 2 kv_dim, 2 hidden_dim, dim)] int8 sums
+  std::vector<int8_t> xq;      // [max_batch][digits][widest K] int8 input (up to
+                               // Model::digits_ vectors per token), K = padded_cols(width)
+  std::vector<float> xq_scale; // [max_batch] 127 (int16: act_digits_max) / absmax per token
+  std::vector<int> xq_digits;  // [max_batch] vectors token i's input took
+  std::vector<int32_t> isum;   // [max_batch][digits][max(q_dim + 2 kv_dim, 2 hidden_dim, dim)]
+                               // int8 sums
   std::vector<float> logits;   // [n][vocab] of the last forward() (grows on demand)
   // The KV cache in its element types (F32, F16 or BF16). Per KV head the
   // keys are rows [pos][head_dim] and the values are stored transposed,
@@ -141,6 +144,18 @@ struct RunState {
   ZeroedArray<uint8_t> key_cache;    // [n_layers][n_kv_heads][max_seq][head_dim] of k_type
   ZeroedArray<uint8_t> value_cache;  // [n_layers][n_kv_heads][head_dim][max_seq] of v_type
 };
+
+// How the linears of a float-activation model (TriLM) take their input.
+// Int16: each token's input is rounded to 16 bits (24 where 16 would leave
+// a relative error above kWideRelError) and multiplied as int8 digits by
+// the int8 kernels (quantize_act_digits): 2-3x the float kernels' speed,
+// logits identical on every kernel set, a trained model's perplexity
+// within 0.01% of exact (docs/PERFORMANCE.md). Exact: the float kernels.
+enum class FloatActs { Int16, Exact };
+// ||x - rounded x|| / ||x|| above which an input gets 24 bits: the error
+// a ternary dot product then takes is about this over sqrt(K) relative to
+// sum |t x|, no more than the float kernels' own rounding.
+inline constexpr double kWideRelError = 1e-4;
 
 inline constexpr int kDefaultCtx = 4096;
 inline constexpr int kTrainedCtx = -1;
@@ -163,6 +178,8 @@ struct LoadOptions {
   // the bytes a long-context token reads; llama.cpp's -ctk / -ctv).
   gguf::TensorType cache_type_k = gguf::TensorType::F32;
   gguf::TensorType cache_type_v = gguf::TensorType::F32;
+  // Float-activation models only; int8 models quantize as they were trained.
+  FloatActs float_acts = FloatActs::Int16;
 };
 
 class Model {
@@ -177,6 +194,9 @@ class Model {
   // The kernel set chosen when the model was loaded; weights are prepared
   // for it, so it stays the one this model uses.
   const KernelSet& kernels() const { return *kernels_; }
+  // True when a float-activation model runs its linears on int16
+  // activations (LoadOptions::float_acts), through the int8 kernels.
+  bool int16_activations() const { return digits_ > 1; }
 
   // Weights of the model as the checkpoint counts them (ternary linears at
   // their logical width, embeddings, an untied head, norms).
@@ -227,6 +247,9 @@ class Model {
 
   gguf::File file_;
   const KernelSet* kernels_ = nullptr;
+  // The most int8 vectors a token's linear input becomes: 1 in int8 mode,
+  // kMaxActDigits with int16 activations, 0 with float activations.
+  int digits_ = 0;
   Config config_;
   Weights weights_;
   RunState state_;

@@ -87,6 +87,26 @@ void quantize_act_q8(const float* x, int64_t n, ActQ8* out);  // n % QK8_0 == 0
 // the same bytes with vector instructions.
 float quantize_act_i8(const float* x, int64_t n, int8_t* q);
 
+// Wide activations for the float-activation families (TriLM), in a form
+// the int8 kernels multiply: with d digits (2: 16 bits, 3: 24 bits),
+// v = round_half_even(x * s), s = act_digits_max(d) / max(max|x|, 1e-30),
+// so |v| <= act_digits_max(d) (NaN to -act_digits_max(d), as
+// quantize_act_i8 bounds it; below the 1e-30 floor, x rounds to 0), written as balanced base-255 digits
+// v = sum_j 255^(d-1-j) * q_j, each in [-127, 127] (the one such form).
+// Digit j (most significant first) goes to q + j * stride. Returns s. A
+// ternary row then gives W x = (sum_j 255^(d-1-j) * (W q_j)) / s from exact
+// int8 dot products; each element of x is off by at most half a step,
+// max|x| / (2 act_digits_max(d)), plus the float rounding of x * s
+// (act_digits_max(d) 2^-24 steps: a quarter step at 24 bits).
+constexpr int kMaxActDigits = 3;
+constexpr int64_t act_digits_max(int d) { return d <= 1 ? 127 : 255 * act_digits_max(d - 1) + 127; }
+static_assert(act_digits_max(2) == 32512 && act_digits_max(3) == 8290687);
+float quantize_act_digits(const float* x, int64_t n, int digits, int8_t* q, int64_t stride);
+// ||x - v / s|| / ||x|| of that quantization (0 when x is 0), in double:
+// how the forward pass decides that 16 bits are not enough for an input.
+double act_digits_rel_error(const float* x, int64_t n, int digits, const int8_t* q, int64_t stride,
+                            float s);
+
 // Pack/unpack one row of K trits (K a positive multiple of QK, else
 // tern::Error). `trits` values are -1, 0, +1; pack throws tern::Error
 // "non-ternary value V at column C" on anything else. d goes in every block.

@@ -115,11 +115,13 @@ void Model::resize_state(int max_seq, int max_batch) {
   const size_t phase_widest =
       2 * size_t(std::max({phase_cols(c.dim / 2), phase_cols(c.q_dim() / 2), phase_cols(c.hidden_dim / 2)}));
   s.xpad.assign(c.phase ? B * phase_widest : padded || c.linear_norm_eps > 0 ? B * widest : 0, 0.0f);
-  s.xq.assign(B * widest, 0);
-  s.xq_scale.assign(B, 0.0f);
+  const size_t digits = size_t(digits_);
+  s.xq.assign(B * digits * widest, 0);
+  s.xq_scale.assign(digits ? B : 0, 0.0f);
+  s.xq_digits.assign(digits ? B : 0, 0);
   // Sums of the widest group of products sharing an input (linears).
   const size_t group_rows = size_t(std::max({c.q_dim() + 2 * c.kv_dim(), 2 * c.hidden_dim, c.dim}));
-  s.isum.assign(B * group_rows, 0);
+  s.isum.assign(B * digits * group_rows, 0);
   s.logits.assign(size_t(c.vocab_size), 0.0f);
   const size_t cache = size_t(c.n_layers) * max_seq * c.kv_dim();
   s.key_cache.assign(cache * size_t(dense_row_bytes(s.k_type, 1)));
@@ -156,7 +158,7 @@ void Model::linears(std::initializer_list<Product> ps, const float* x, int n, in
   if (ps.begin()->l->phase.data) return phase_linears(ps, x, n, in_dim);
   const KernelSet& k = *kernels_;
   RunState& s = state_;
-  const bool int8 = config_.act_mode == ActMode::Int8;
+  const int digits = digits_;
   const size_t K = size_t(ps.begin()->l->w.cols), D = size_t(in_dim);
   const float* norm = ps.begin()->l->in_norm;
   // Each linear normalizes the input with its own weights: no sharing.
@@ -175,30 +177,56 @@ void Model::linears(std::initializer_list<Product> ps, const float* x, int n, in
     x = s.xpad.data();
     stride = K;
   }
-  if (int8) {
-    for (size_t i = 0; i < size_t(n); ++i) {
-      int8_t* q = s.xq.data() + i * K;
-      s.xq_scale[i] = k.quantize_i8(x + i * stride, in_dim, q);
-      std::fill(q + D, q + K, int8_t(0));
+  // Token i's int8 vectors, one after another in xq: its int8 input, or
+  // its int16 input's digits, most significant first (24 bits, 3 digits,
+  // when 16 would be off by more than kWideRelError).
+  int64_t nq = 0;  // int8 vectors in the product
+  for (size_t i = 0; i < size_t(n) && digits; ++i) {
+    int8_t* q = s.xq.data() + size_t(nq) * K;
+    const float* in = x + i * stride;
+    int d = 1;
+    if (digits == 1) {
+      s.xq_scale[i] = k.quantize_i8(in, in_dim, q);
+    } else {
+      for (d = 2; d <= kMaxActDigits; ++d) {
+        s.xq_scale[i] = quantize_act_digits(in, in_dim, d, q, int64_t(K));
+        if (d == kMaxActDigits || !(act_digits_rel_error(in, in_dim, d, q, int64_t(K), s.xq_scale[i]) > kWideRelError))
+          break;
+      }
     }
+    s.xq_digits[i] = d;
+    for (int j = 0; j < d; ++j) std::fill(q + j * K + D, q + (j + 1) * K, int8_t(0));
+    nq += d;
   }
   for_product_rows(
       *pool_, ps, [](const Product& p) { return p.l->w.rows; },
       [&](const Product& p, int64_t first, int64_t r0, int64_t r1) {
         const TernaryMatrix& w = p.l->w;
         const int64_t M = w.rows;
-        if (!int8) {
+        if (!digits) {
           if (n == 1) k.gemv_f32(w, x, p.y, r0, r1);
           else k.gemm_f32(w, x, n, p.y, r0, r1);
           return;
         }
-        int32_t* sums = s.isum.data() + size_t(n) * size_t(first);  // [n][M] per product, one after another
-        if (n == 1) k.gemv_i8(w, s.xq.data(), sums, r0, r1);
-        else k.gemm_i8(w, s.xq.data(), n, sums, r0, r1);
+        int32_t* sums = s.isum.data() + size_t(nq * first);  // [nq][M] per product, one after another
+        if (nq == 1) k.gemv_i8(w, s.xq.data(), sums, r0, r1);
+        else k.gemm_i8(w, s.xq.data(), nq, sums, r0, r1);
+        const int32_t* t = sums;  // token i's first vector's sums
         for (int i = 0; i < n; ++i) {
           const float inv = 1.0f / s.xq_scale[size_t(i)];
-          for (int64_t r = r0; r < r1; ++r)
-            p.y[size_t(i) * M + r] = float(sums[size_t(i) * M + r]) * (w.row_scale[r] * inv);
+          float* y = p.y + size_t(i) * size_t(M);
+          const int d = s.xq_digits[size_t(i)];
+          if (d == 1) {
+            for (int64_t r = r0; r < r1; ++r) y[r] = float(t[r]) * (w.row_scale[r] * inv);
+          } else {
+            // The digits' sums recombine exactly in int64 (up to 8290687 * K).
+            for (int64_t r = r0; r < r1; ++r) {
+              int64_t v = 0;
+              for (int j = 0; j < d; ++j) v = 255 * v + t[j * M + r];
+              y[r] = float(v) * (w.row_scale[r] * inv);
+            }
+          }
+          t += d * M;
         }
       });
 }

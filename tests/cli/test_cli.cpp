@@ -101,6 +101,28 @@ TEST_F(Cli, InfoDescribesModelAndCpu) {
     EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
 }
 
+// A float-activation model runs on int16 activations unless --float-act
+// f32 asks for the float kernels; the two perplexities differ, but barely.
+TEST_F(Cli, FloatActChoosesFloatModelInputs) {
+  const std::string m = (tern::test::test_models() / "ternary" / "tq2_0.gguf").string();
+  auto info = cli("info " + quote(m));
+  ASSERT_EQ(info.exit_code, 0) << info.err;
+  EXPECT_NE(info.out.find("activation mode: float, run as int16"), std::string::npos) << info.out;
+  const std::string text = quote(tern::test::source("models/revelation.txt"));
+  auto ppl = [&](const std::string& flags) {
+    auto r = cli("perplexity -m " + quote(m) + " -f " + text + " -c 64 --chunks 4 " + flags);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    const auto at = r.out.find("PPL = ");
+    return at == std::string::npos ? -1.0 : std::stod(r.out.substr(at + 6));
+  };
+  const double i16 = ppl(""), f32 = ppl("--float-act f32");
+  ASSERT_GT(f32, 1.0);
+  EXPECT_NE(i16, f32);
+  EXPECT_NEAR(i16, f32, f32 * 1e-3);
+  EXPECT_EQ(ppl("--float-act i16"), i16);
+  expect_one_line_error(cli("generate -m " + quote(m) + " -p x --float-act i8"), "--float-act");
+}
+
 TEST_F(Cli, InfoNamesPaddedRows) {
   // 1bitLLM 3B's widths (here 200 and 540) are stored as whole 256-blocks.
   const std::string m = (tern::test::test_models() / "family-1bitllm-3b" / "tq1_0.gguf").string();

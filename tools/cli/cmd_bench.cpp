@@ -38,6 +38,7 @@ struct BenchOptions {
   std::string output = "md";
   std::string kernel;
   std::string cache_type_k = "f32", cache_type_v = "f32";
+  std::string float_act = "i16";
   bool roof = true;
 };
 
@@ -157,6 +158,7 @@ void run_bench(const BenchOptions& o) {
     run.kernel = o.kernel;
     run.cache_type_k = o.cache_type_k;
     run.cache_type_v = o.cache_type_v;
+    run.float_act = o.float_act;
     run.ctx = 1;  // sized below, once the tests are known
     std::unique_ptr<Model> model = open_model(run);
     const Config& c = model->config();
@@ -227,6 +229,7 @@ void add_bench(CLI::App& app) {
       ->check(CLI::IsMember(cache_types, CLI::ignore_case));
   cmd->add_option("--cache-type-v", o->cache_type_v, "KV cache type for V (also -ctv): f32, f16, bf16")
       ->check(CLI::IsMember(cache_types, CLI::ignore_case));
+  add_float_act_option(*cmd, o->float_act);
   cmd->add_flag("!--no-roof", o->roof, "skip measuring the read bandwidth");
   cmd->callback([o] { run_bench(*o); });
 }

@@ -14,7 +14,10 @@
 namespace tern::cli {
 namespace {
 
-const char* act_name(ActMode m) { return m == ActMode::Int8 ? "int8 (per-token absmax)" : "float"; }
+const char* act_name(const Model& m) {
+  if (m.config().act_mode == ActMode::Int8) return "int8 (per-token absmax)";
+  return m.int16_activations() ? "float, run as int16 (per-token absmax; --float-act f32: exact)" : "float";
+}
 
 void run_info(const std::string& path, const std::string& kernel) {
   LoadOptions lo;
@@ -38,7 +41,7 @@ void run_info(const std::string& path, const std::string& kernel) {
   std::printf("vocab %d, context %d, rope theta %g, norm eps %g, output %s\n", c.vocab_size,
               c.context_length, double(c.rope_theta), double(c.norm_eps),
               c.tied_output ? "tied to token_embd" : "separate");
-  std::printf("activation mode: %s\n", act_name(c.act_mode));
+  std::printf("activation mode: %s\n", act_name(*model));
   if (const gguf::Value* v = f.find("tern.scale_rule"))
     std::printf("scale rule:      %s\n", printable(v->as_string("tern.scale_rule")).c_str());
   {

@@ -22,14 +22,17 @@ struct RunOptions {
   std::string kernel;   // empty: best available (or TERN_KERNEL)
   int ctx = -1;         // -c; -1: not given (the trained context, at most 4096); 0: the trained context
   std::string cache_type_k = "f32", cache_type_v = "f32";  // -ctk, -ctv
+  std::string float_act = "i16";  // --float-act: i16 or f32
   bool no_mmap = false;
 };
 
-// Adds -m, -t, --kernel, -c, -ctk and -ctv to a subcommand.
+// Adds -m, -t, --kernel, -c, -ctk, -ctv and --float-act to a subcommand.
 void add_run_options(CLI::App& cmd, RunOptions& o);
 // The kernel set to ask for: --kernel's value, else the environment's
 // TERN_KERNEL, else "" (the best); a bad name throws, saying which it was.
 std::string kernel_choice(const std::string& flag);
+// The --float-act option, shared by the run commands and bench.
+void add_float_act_option(CLI::App& cmd, std::string& value);
 // Applies threads and kernel, loads the model and sizes its context.
 std::unique_ptr<Model> open_model(const RunOptions& o);
 // --temp, --top-k, --top-p, -s, shared by generate and chat.

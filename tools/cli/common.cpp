@@ -31,6 +31,14 @@ void add_run_options(CLI::App& cmd, RunOptions& o) {
       ->check(CLI::IsMember(cache_types, CLI::ignore_case));
   cmd.add_option("--cache-type-v", o.cache_type_v, "KV cache type for V (also -ctv): f32 (default), f16, bf16")
       ->check(CLI::IsMember(cache_types, CLI::ignore_case));
+  add_float_act_option(cmd, o.float_act);
+}
+
+void add_float_act_option(CLI::App& cmd, std::string& value) {
+  cmd.add_option("--float-act", value,
+                 "inputs of a float-activation model's linears (TriLM): i16 (default: int16 through the "
+                 "int8 kernels; 24 bits where 16 lose more than 1e-4) or f32 (exact float)")
+      ->check(CLI::IsMember({"i16", "f32"}));
 }
 
 namespace {
@@ -64,6 +72,7 @@ std::unique_ptr<Model> open_model(const RunOptions& o) {
   lo.ctx = o.ctx < 0 ? 0 : o.ctx == 0 ? kTrainedCtx : o.ctx;
   lo.cache_type_k = cache_type(o.cache_type_k);
   lo.cache_type_v = cache_type(o.cache_type_v);
+  lo.float_acts = o.float_act == "f32" ? FloatActs::Exact : FloatActs::Int16;
   std::unique_ptr<Model> m = Model::load(path, lo);
   // As llama.cpp: allowed, but positions past training are extrapolation.
   if (o.ctx > m->config().context_length)

@@ -39,7 +39,10 @@ usage:
   --mutate WHAT (any command): a deliberately wrong variant, WHAT in
       silu-for-relu2, relu2-for-silu, float-activations, no-sub-norms, invert-scale,
       no-linear-norms;
-      or llamacpp: the same model in llama.cpp's CPU arithmetic (below)
+      or llamacpp: the same model in llama.cpp's CPU arithmetic (below);
+      or int16-activations: a float-activation model (TriLM) with each
+      ternary linear's input rounded per token to 16 bits (24 where 16
+      would pass 1e-4 relative error) as tern's default --float-act i16 does
   --fairy2i STAGES (any command): a LLaMA checkpoint run as Fairy2i-W2 runs it:
       every linear, lm_head included, replaced by its phase-quantized
       widely-linear form (tests/tools/fairy2i/quantize.py, tern's f32
@@ -55,7 +58,7 @@ import sys
 import numpy as np
 
 MUTATIONS = ["silu-for-relu2", "relu2-for-silu", "float-activations", "no-sub-norms", "invert-scale",
-             "no-linear-norms", "llamacpp"]
+             "no-linear-norms", "llamacpp", "int16-activations"]
 F32 = np.float32
 QK_K = 256  # ggml's super-block: q8_K, TQ1_0 and TQ2_0 blocks
 
@@ -137,6 +140,26 @@ def act_quant_int(x):
     s = (F32(127.0) / amax).astype(F32)
     q = np.clip(np.rint(x * s), -128, 127).astype(F32)
     return q, s
+
+
+def act_quant_i16(x):
+    """tern's --float-act i16 (quantize_act_digits): per token, x rounded to
+    16 bits, s = 32512 / max(max|x|, 1e-30), round half to even; a token
+    whose relative L2 error would pass 1e-4 is rounded to 24 bits
+    (8290687 steps) instead."""
+    amax = np.maximum(np.max(np.abs(x), axis=-1, keepdims=True), F32(1e-30))
+    out = np.empty_like(x, dtype=F32)
+    for i in range(x.shape[0]):
+        for top in (32512, 8290687):
+            s = (F32(top) / amax[i]).astype(F32)
+            v = np.clip(np.rint(x[i] * s), -top, top)
+            xq = v / s.astype(np.float64)
+            x64 = x[i].astype(np.float64)
+            den = np.sqrt(np.sum(x64 * x64))
+            if top != 32512 or den == 0 or not np.sqrt(np.sum((x64 - xq) ** 2)) / den > 1e-4:
+                break
+        out[i] = xq.astype(F32)
+    return out
 
 
 def f16_round(x):
@@ -317,6 +340,8 @@ class Model:
             return self.tq_linear(x, name)
         w, how, sc = self.weight(name)
         if how is None:
+            if self.mutate == "int16-activations":
+                x = act_quant_i16(x)
             return (x @ w.T).astype(F32)
         if self.mutate == "float-activations":
             y = (x.astype(F32) @ w.T).astype(F32)
