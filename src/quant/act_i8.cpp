@@ -19,25 +19,41 @@ float quantize_act_i8(const float* x, int64_t n, int8_t* q) {
   return s;
 }
 
+namespace {
+
+// The rounding and digit split of quantize_act_digits, unrolled per digit
+// count: nearbyint and fmin/fmax are library calls on baseline x86-64, and
+// they took 6% of a TriLM-shaped decode token.
+template <int D>
+void split_digits(const float* x, int64_t n, float s, int8_t* q, int64_t stride) {
+  constexpr int64_t top = act_digits_max(D);
+  // Adding and subtracting 1.5 * 2^52 rounds a double below 2^51 to an
+  // integer, half to even (the default rounding mode), as nearbyint does.
+  constexpr double kRound = 6755399441055744.0;
+  for (int64_t i = 0; i < n; ++i) {
+    double r = (double(x[i] * s) + kRound) - kRound;
+    r = r > double(top) ? double(top) : r;
+    r = r >= -double(top) ? r : -double(top);  // NaN fails the test: the lower bound
+    // v + top has the plain base-255 digits q_j + 127.
+    auto u = uint32_t(int32_t(r) + int32_t(top));
+    for (int j = D - 1; j >= 0; --j) {
+      q[j * stride + i] = int8_t(int(u % 255u) - 127);
+      u /= 255u;
+    }
+  }
+}
+
+}  // namespace
+
 float quantize_act_digits(const float* x, int64_t n, int digits, int8_t* q, int64_t stride) {
   if (digits < 2 || digits > kMaxActDigits) throw Error("quantize_act_digits: " + std::to_string(digits) + " digits");
-  const float top = float(act_digits_max(digits));  // exact: below 2^24
   float amax = 0;
   for (int64_t i = 0; i < n; ++i) amax = std::max(amax, std::fabs(x[i]));
   // The floor keeps s finite (8290687 / 1e-30 < FLT_MAX) for a vector of
   // denormals or zeros.
-  const float s = top / std::max(amax, 1e-30f);
-  for (int64_t i = 0; i < n; ++i) {
-    int v = int(std::fmin(std::fmax(std::nearbyint(x[i] * s), -top), top));
-    // Least significant digit first: the residue of v nearest zero.
-    for (int j = digits - 1; j >= 0; --j) {
-      int r = v % 255;  // C++ truncates: r has v's sign
-      if (r > 127) r -= 255;
-      else if (r < -127) r += 255;
-      q[j * stride + i] = int8_t(r);
-      v = (v - r) / 255;
-    }
-  }
+  const float s = float(act_digits_max(digits)) / std::max(amax, 1e-30f);
+  if (digits == 2) split_digits<2>(x, n, s, q, stride);
+  else split_digits<3>(x, n, s, q, stride);
   return s;
 }
 
