@@ -65,6 +65,21 @@ struct Linear {
   std::vector<uint8_t> converted;     // w's TQ2_0 bytes when the file holds another type (I2_S);
                                       // freed (w.data null) once a kernel has prepared its layout
   std::shared_ptr<const void> packed;  // the kernel set's own layout, if it has one
+  const KernelSet* kernels = nullptr;  // the set this matrix runs on, its layout made for it
+};
+
+// A distinct shape of ternary linear, timed at load by --kernel auto: the
+// time each candidate set took for one product over every row (one
+// thread; one int8 vector, or two, a token's 16-bit digits, for a
+// float-activation model; the best of repeated calls over a few
+// milliseconds, each with the matrix flushed from the caches as a decode
+// step finds it), and the fastest, which every linear of the shape then
+// runs on.
+struct KernelChoice {
+  gguf::TensorType type = gguf::TensorType::TQ2_0;
+  int64_t rows = 0, cols = 0;
+  std::vector<std::pair<const KernelSet*, double>> seconds;  // candidates in all_kernel_sets() order
+  const KernelSet* chosen = nullptr;
 };
 
 struct LayerWeights {
@@ -162,7 +177,12 @@ inline constexpr int kTrainedCtx = -1;
 
 // Choices made when a model is loaded (from the command line in tools/cli).
 struct LoadOptions {
-  std::string kernel;  // kernel set by name; "" or "auto": the best for this CPU
+  // Kernel set by name; "": the best for this CPU. "auto": that set, and in
+  // int8 mode (int16 activations included) each distinct linear shape runs
+  // on whichever available set timed fastest on it at load (exact int sums,
+  // so the logits do not depend on the choice; float kernels are not mixed,
+  // as their roundings differ).
+  std::string kernel;
   int threads = 0;  // threads of the forward pass; 0: one per available CPU
   // KV cache positions. 0: the trained context, at most kDefaultCtx (as
   // llama.cpp's default -c 4096): a small file declaring 2^24 positions
@@ -197,6 +217,9 @@ class Model {
   // True when a float-activation model runs its linears on int16
   // activations (LoadOptions::float_acts), through the int8 kernels.
   bool int16_activations() const { return digits_ > 1; }
+  // The per-shape choices of --kernel auto; empty when the model was not
+  // tuned (another kernel option, or float kernels).
+  std::span<const KernelChoice> kernel_choices() const { return choices_; }
 
   // Weights of the model as the checkpoint counts them (ternary linears at
   // their logical width, embeddings, an untied head, norms).
@@ -235,6 +258,9 @@ class Model {
   // Loads (and prepares for the kernel set) layer l; the config, the kernel
   // set and weights_.layers are set. Called from several threads at once.
   void load_layer(int l);
+  // --kernel auto: times the candidate sets on layer 0's linears, one
+  // KernelChoice per distinct shape (src/model/kernel_choice.cpp).
+  void choose_kernels();
   // logits: [n][vocab] (or [1][vocab] with last_only); null skips the head.
   void forward_batch(const int32_t* tokens, int n, int pos, float* logits, bool last_only);
   // One ternary product y[n][rows] = W x[n][cols].
@@ -250,6 +276,7 @@ class Model {
   // The most int8 vectors a token's linear input becomes: 1 in int8 mode,
   // kMaxActDigits with int16 activations, 0 with float activations.
   int digits_ = 0;
+  std::vector<KernelChoice> choices_;
   Config config_;
   Weights weights_;
   RunState state_;

@@ -3,6 +3,7 @@
 // ternary linear.
 #include "tern/model.h"
 
+#include <algorithm>
 #include <array>
 #include <tuple>
 #include <cmath>
@@ -10,6 +11,7 @@
 #include <cstring>
 #include <exception>
 
+#include "kernel_choice.h"
 #include "tern/error.h"
 #include "tern/phase.h"
 #include "tern/quant.h"
@@ -300,11 +302,14 @@ void Model::load_layer(int l) {
       {&L.w_down, "ffn_down", c.hidden_dim}};
   for (auto [lin, name, width] : linears) {
     if (c.linear_norm_eps > 0) lin->in_norm = norm_vector(f, p + name + ".rms_norm.weight", width);
-    if (!kernels_->prepare || c.phase) continue;
+    lin->kernels = kernels_;
+    for (const KernelChoice& k : choices_)
+      if (k.type == lin->w.type && k.rows == lin->w.rows && k.cols == lin->w.cols) lin->kernels = k.chosen;
+    if (!lin->kernels->prepare || c.phase) continue;
     // A prepared kernel reads only its own layout, so the stored bytes are
     // let go once copied: file pages released, an I2_S repack freed.
     // Otherwise both copies would stay resident.
-    lin->packed = kernels_->prepare(lin->w);
+    lin->packed = lin->kernels->prepare(lin->w);
     lin->w.packed = lin->packed.get();
     if (lin->converted.empty()) {
       f.release(*f.find_tensor(p + name + ".weight"));
@@ -313,6 +318,31 @@ void Model::load_layer(int l) {
       lin->w.data = nullptr;
     }
   }
+}
+
+void Model::choose_kernels() {
+  const Config& c = config_;
+  std::vector<const KernelSet*> candidates;
+  for (const KernelSet* k : all_kernel_sets())
+    if (k->available(cpu_features()) && kernel_supports(*k, ActMode::Int8)) candidates.push_back(k);
+  // The scalar oracle never beats a vector set; it is timed only when alone.
+  if (candidates.size() > 1 && candidates.back() == &scalar_kernels()) candidates.pop_back();
+  const std::tuple<const char*, int, int> shapes[] = {
+      {"attn_q", c.q_dim(), c.dim},      {"attn_k", c.kv_dim(), c.dim},      {"attn_v", c.kv_dim(), c.dim},
+      {"attn_output", c.dim, c.q_dim()}, {"ffn_gate", c.hidden_dim, c.dim}, {"ffn_up", c.hidden_dim, c.dim},
+      {"ffn_down", c.dim, c.hidden_dim}};
+  std::vector<Linear> distinct;  // layer 0's linears, one per shape
+  for (auto [name, rows, cols] : shapes) {
+    Linear l = load_linear(file_, std::string("blk.0.") + name + ".weight", rows, cols);
+    const bool seen = std::any_of(distinct.begin(), distinct.end(), [&](const Linear& d) {
+      return d.w.type == l.w.type && d.w.rows == l.w.rows && d.w.cols == l.w.cols;
+    });
+    if (!seen) distinct.push_back(std::move(l));  // a move keeps w pointing into its vectors
+  }
+  std::vector<TernaryMatrix> ws;
+  for (const Linear& l : distinct) ws.push_back(l.w);
+  // Three cold calls per candidate, each after a flush of 5-15 ms.
+  choices_ = time_kernels(ws, digits_ == 1 ? 1 : 2, candidates, 3);
 }
 
 namespace {
@@ -346,7 +376,7 @@ int64_t Model::bytes_per_token() const {
                    : weights_.output.rows * dense_row_bytes(weights_.output.type, weights_.output.cols);
   for_each_linear(weights_, [&](const Linear& l) {
     bytes += l.phase.data ? phase_bytes(l.phase)
-           : l.w.packed ? kernels_->prepared_bytes(l.w)
+           : l.w.packed ? l.kernels->prepared_bytes(l.w)
                         : l.w.rows * ternary_row_bytes(l.w.type, l.w.cols) + l.w.rows * int64_t(sizeof(float));
   });
   return bytes;
@@ -402,6 +432,7 @@ std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
                   " has no int8 path, which this float-activation model's int16 activations run on "
                   "(--float-act f32 runs its float path)");
   m->kernels_ = &select_kernels(opts.kernel, m->digits_ ? ActMode::Int8 : ActMode::Float, c.phase);
+  if (opts.kernel == "auto" && m->digits_ && !c.phase) m->choose_kernels();
   Weights& w = m->weights_;
 
   const gguf::TensorInfo* emb = f.find_tensor("token_embd.weight");

@@ -123,6 +123,14 @@ TEST_F(Cli, FloatActChoosesFloatModelInputs) {
   expect_one_line_error(cli("generate -m " + quote(m) + " -p x --float-act i8"), "--float-act");
 }
 
+TEST_F(Cli, InfoShowsKernelAutoChoices) {
+  auto r = cli("info " + quote(model_path()) + " --kernel auto");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("(--kernel auto: linears by shape below)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" runs on "), std::string::npos) << r.out;
+  EXPECT_EQ(cli("info " + quote(model_path())).out.find(" runs on "), std::string::npos);
+}
+
 TEST_F(Cli, InfoNamesPaddedRows) {
   // 1bitLLM 3B's widths (here 200 and 540) are stored as whole 256-blocks.
   const std::string m = (tern::test::test_models() / "family-1bitllm-3b" / "tq1_0.gguf").string();

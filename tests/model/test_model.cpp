@@ -3,6 +3,7 @@
 // an independent numpy implementation of the Hugging Face model.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <vector>
@@ -205,6 +206,55 @@ TEST(Int16Activations, SameLogitsOnEveryKernelAndNearExact) {
   tern::LoadOptions lo;
   lo.float_acts = tern::FloatActs::Exact;
   EXPECT_FALSE(tern::Model::load(packed("bitnet").tq2, lo)->int16_activations());
+}
+
+// --kernel auto times the int8-capable sets on each distinct linear shape
+// and runs every linear on its shape's fastest; the sums are exact, so the
+// logits are those of any single set, bit for bit.
+TEST(KernelAuto, TimesEachShapeOnceAndKeepsTheLogits) {
+  for (const char* mode : {"bitnet", "ternary"}) {  // int8, and int16 activations
+    const Packed p = packed(mode);
+    tern::LoadOptions lo;
+    lo.kernel = "auto";
+    auto m = tern::Model::load(p.tq2, lo);
+    const auto choices = m->kernel_choices();
+    ASSERT_FALSE(choices.empty()) << mode;
+    int candidates = 0;
+    for (const tern::KernelSet* k : tern::all_kernel_sets())
+      candidates += k->available(tern::cpu_features()) && tern::kernel_supports(*k, tern::ActMode::Int8);
+    for (size_t i = 0; i < choices.size(); ++i) {
+      const tern::KernelChoice& c = choices[i];
+      for (size_t j = 0; j < i; ++j)
+        EXPECT_FALSE(choices[j].rows == c.rows && choices[j].cols == c.cols && choices[j].type == c.type);
+      // Every candidate but the scalar oracle (timed only when alone).
+      EXPECT_EQ(int(c.seconds.size()), std::max(1, candidates - 1));
+      double best = 1e30;
+      for (const auto& [set, sec] : c.seconds) {
+        EXPECT_GT(sec, 0.0) << set->name;
+        best = std::min(best, sec);
+      }
+      for (const auto& [set, sec] : c.seconds) {
+        if (set == c.chosen) {
+          EXPECT_EQ(sec, best);
+        }
+      }
+    }
+    // Each linear runs on its shape's choice.
+    for (const tern::LayerWeights& L : m->weights().layers)
+      for (const tern::Linear* l : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) {
+        const tern::KernelSet* want = nullptr;
+        for (const tern::KernelChoice& c : choices)
+          if (c.rows == l->w.rows && c.cols == l->w.cols && c.type == l->w.type) want = c.chosen;
+        EXPECT_EQ(l->kernels, want);
+      }
+    auto s = m->forward(kTokens, 0, true);
+    EXPECT_EQ(std::vector<float>(s.begin(), s.end()), tern_logits(p.tq2)) << mode;
+  }
+  // Float kernels round differently, so exact float activations are not tuned.
+  tern::LoadOptions lo;
+  lo.kernel = "auto";
+  lo.float_acts = tern::FloatActs::Exact;
+  EXPECT_TRUE(tern::Model::load(packed("ternary").tq2, lo)->kernel_choices().empty());
 }
 
 // A kernel set named on the command line that has no int8 path cannot run

@@ -170,7 +170,7 @@ void run_bench(const BenchOptions& o) {
                      gguf::traits(c.weight_type).name;
     row.model_size = int64_t(std::filesystem::file_size(model->file().path()));
     row.model_n_params = model->n_params();
-    row.kernel = model->kernels().name;
+    row.kernel = model->kernel_choices().empty() ? model->kernels().name : "auto";
     for (int t : threads) {
       model->set_threads(t);
       row.n_threads = t;
@@ -223,7 +223,7 @@ void add_bench(CLI::App& app) {
       ->check(CLI::Range(1, 1000));
   cmd->add_option("-o,--output", o->output, "output format (default md)")
       ->check(CLI::IsMember({"md", "csv", "json", "jsonl"}));
-  cmd->add_option("--kernel", o->kernel, "force a kernel set (see 'tern kernels')");
+  cmd->add_option("--kernel", o->kernel, "force a kernel set (see 'tern kernels'); auto: time them per shape");
   const std::vector<std::string> cache_types{"f32", "f16", "bf16"};
   cmd->add_option("--cache-type-k", o->cache_type_k, "KV cache type for K (also -ctk): f32, f16, bf16")
       ->check(CLI::IsMember(cache_types, CLI::ignore_case));

@@ -100,7 +100,15 @@ void run_info(const std::string& path, const std::string& kernel) {
   const CpuFeatures& cpu = cpu_features();
   std::printf("\ncpu:             %s\n", cpu.brand.c_str());
   std::printf("cpu features:    %s\n", cpu.summary().c_str());
-  std::printf("kernel:          %s\n", model->kernels().name);
+  std::printf("kernel:          %s%s\n", model->kernels().name,
+              model->kernel_choices().empty() ? "" : " (--kernel auto: linears by shape below)");
+  // --kernel auto: each shape's candidates as timed at this load.
+  for (const KernelChoice& k : model->kernel_choices()) {
+    std::printf("  %6lld x %-6lld %s:", static_cast<long long>(k.rows), static_cast<long long>(k.cols),
+                gguf::traits(k.type).name);
+    for (const auto& [set, sec] : k.seconds) std::printf(" %s %.1f us,", set->name, sec * 1e6);
+    std::printf(" runs on %s\n", k.chosen->name);
+  }
 }
 
 }  // namespace
@@ -110,7 +118,7 @@ void add_info(CLI::App& app) {
   auto kernel = std::make_shared<std::string>();
   CLI::App* cmd = app.add_subcommand("info", "describe a model file and this CPU");
   cmd->add_option("file", *path, "GGUF model file")->required();
-  cmd->add_option("--kernel", *kernel, "force a kernel set (see 'tern kernels')");
+  cmd->add_option("--kernel", *kernel, "force a kernel set (see 'tern kernels'); auto: time them per shape");
   cmd->callback([path, kernel] { run_info(*path, *kernel); });
 }
 

@@ -21,7 +21,8 @@ void add_run_options(CLI::App& cmd, RunOptions& o) {
   cmd.add_option("-m,--model", o.model, "GGUF model file (default: the bundled model)");
   cmd.add_option("-t,--threads", o.threads, "threads (default: all cores)")
       ->check(CLI::Range(1, 1024));
-  cmd.add_option("--kernel", o.kernel, "force a kernel set (see 'tern kernels')");
+  cmd.add_option("--kernel", o.kernel,
+                 "force a kernel set (see 'tern kernels'); auto: time the sets on each linear shape at load");
   cmd.add_option("-c,--ctx-size,--ctx", o.ctx,
                  "context size in tokens; 0 is the model's trained context (default: that, at most 4096)")
       ->check(CLI::Range(0, 1 << 24));

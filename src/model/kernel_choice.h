@@ -1,0 +1,19 @@
+// Timing kernel sets on one weight matrix, for --kernel auto (internal to
+// src/model; Model::choose_kernels calls it at load).
+#pragma once
+#include <span>
+#include <vector>
+
+#include "tern/model.h"
+
+namespace tern {
+
+// Times each candidate on each matrix w of `shapes`: its layout prepared (not timed) and touched
+// once, then products of every row with n fixed int8 vectors (n = 1: the
+// GEMV; int16 activations are n = 2), `calls` times, each after the caches
+// were flushed by a large read, keeping the fastest. The chosen set
+// is the fastest candidate, the earlier on a tie.
+std::vector<KernelChoice> time_kernels(std::span<const TernaryMatrix> shapes, int n,
+                                       std::span<const KernelSet* const> candidates, int calls);
+
+}  // namespace tern
