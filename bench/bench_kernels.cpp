@@ -59,8 +59,8 @@ bool split_gemv(const Case& c, const TernaryMatrix& w, const float* x, const int
     const int64_t r0 = M * t / nt, r1 = M * (t + 1) / nt;
     if (r0 < r1) {
       try {  // an exception must not leave the parallel region
-        if (c.mode == ActMode::Float) c.set->gemv_f32(w, x, y, r0, r1);
-        else c.set->gemv_i8(w, q, sums, r0, r1);
+        if (c.mode == ActMode::Float) c.set->gemm_f32(w, x, 1, y, r0, r1);
+        else c.set->gemm_i8(w, q, 1, sums, r0, r1);
       } catch (...) {
         ok.store(false);
       }
@@ -91,8 +91,8 @@ void bm_gemv(benchmark::State& st, const Case& c) {
   // One untimed call, on the copy the rotation reaches last, so that a
   // kernel that rejects its input shows up as an error, not as a time.
   try {
-    if (c.mode == ActMode::Float) c.set->gemv_f32(rot.last(), x.data(), y.data(), 0, M);
-    else c.set->gemv_i8(rot.last(), q.data(), sums.data(), 0, M);
+    if (c.mode == ActMode::Float) c.set->gemm_f32(rot.last(), x.data(), 1, y.data(), 0, M);
+    else c.set->gemm_i8(rot.last(), q.data(), 1, sums.data(), 0, M);
   } catch (const std::exception& e) {
     st.SkipWithError(e.what());
     return;

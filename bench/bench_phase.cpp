@@ -172,8 +172,8 @@ void bm_ternary(benchmark::State& st, const KernelSet* set, ActMode mode, PhaseS
   const Timing t = run_loop(
       st, threads, cold, s.rows, rot.read_bytes, [&] { w = &rot.advance(); },
       [&](int64_t r0, int64_t r1) {
-        if (mode == ActMode::Float) set->gemv_f32(*w, x.data(), y.data(), r0, r1);
-        else set->gemv_i8(*w, q.data(), sums.data(), r0, r1);
+        if (mode == ActMode::Float) set->gemm_f32(*w, x.data(), 1, y.data(), r0, r1);
+        else set->gemm_i8(*w, q.data(), 1, sums.data(), r0, r1);
       });
   report(st, t, rot.read_bytes, s.rows * s.cols);
 }

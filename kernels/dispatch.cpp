@@ -45,7 +45,7 @@ constexpr SetAccessor kSetTable[] = {
 
 bool supports(const KernelSet& s, ActMode mode, bool phase) {
   if (phase) return mode == ActMode::Float && s.phase_gemm;
-  return mode == ActMode::Float ? s.gemv_f32 && s.gemm_f32 : s.gemv_i8 && s.gemm_i8;
+  return mode == ActMode::Float ? s.gemm_f32 != nullptr : s.gemm_i8 != nullptr;
 }
 
 // Names of the sets built in; only_available: those this CPU runs; with a

@@ -7,8 +7,9 @@
 // sum in increasing k; the partial sums are added to the row total in block
 // order; the total is multiplied by row_scale[r]. Since t is -1, 0 or +1 the
 // products are exact, so fused multiply-add contraction cannot change the
-// result. gemm uses the same dot product as gemv, so gemm with n = 1 is
-// bit-identical to gemv. Fairy2i's order is kernels.h's (PhaseGemm).
+// result. Every vector of a batch takes the same dot product, so a vector's
+// result does not depend on the batch it came in. Fairy2i's order is
+// kernels.h's (PhaseGemm).
 #include <cmath>
 #include <vector>
 
@@ -63,16 +64,6 @@ void gemm_i8(const TernaryMatrix& w, const int8_t* q, int64_t n, int32_t* sums, 
     decode_row(w, rb, r, t.data());
     for (int64_t i = 0; i < n; ++i) sums[i * M + r] = dot_i8(t.data(), q + i * K, K);
   }
-}
-
-// A single vector is the n = 1 case; with n = 1 the output stride M is never
-// used, so y[r] lands exactly where gemv promises.
-void gemv_f32(const TernaryMatrix& w, const float* x, float* y, int64_t r0, int64_t r1) {
-  gemm_f32(w, x, 1, y, r0, r1);
-}
-
-void gemv_i8(const TernaryMatrix& w, const int8_t* q, int32_t* sums, int64_t r0, int64_t r1) {
-  gemm_i8(w, q, 1, sums, r0, r1);
 }
 
 // Dense (output head): the order kernels.h documents, written out plainly.
@@ -185,8 +176,7 @@ bool always(const CpuFeatures&) { return true; }
 }  // namespace
 
 const KernelSet& scalar_kernels() {
-  static const KernelSet set{"scalar",    &always,    &gemv_f32, &gemv_i8, &gemm_f32,
-                             &gemm_i8,    &dense_gemm, nullptr,   nullptr,  &phase_gemm};
+  static const KernelSet set{"scalar", &always, &gemm_f32, &gemm_i8, &dense_gemm, nullptr, nullptr, &phase_gemm};
   return set;
 }
 

@@ -41,12 +41,9 @@ struct CpuFeatures {
 };
 const CpuFeatures& cpu_features();  // detected once
 
-// x[K] float -> y[r0..r1)
-using GemvF32 = void (*)(const TernaryMatrix& w, const float* x, float* y, int64_t r0, int64_t r1);
-// q[K] int8 -> sums[r0..r1)
-using GemvI8 = void (*)(const TernaryMatrix& w, const int8_t* q, int32_t* sums, int64_t r0,
-                        int64_t r1);
-// X[N][K] -> Y[N][M] (row r0..r1 of every output vector)
+// X[N][K] -> Y[N][M] (rows r0..r1 of every output vector). A decode step
+// is n = 1 (with n = 1 the output stride M is never used); a set that has a
+// faster single-vector path takes it inside, so there is one entry per mode.
 using GemmF32 = void (*)(const TernaryMatrix& w, const float* x, int64_t n, float* y, int64_t r0,
                          int64_t r1);
 using GemmI8 = void (*)(const TernaryMatrix& w, const int8_t* q, int64_t n, int32_t* sums,
@@ -120,8 +117,6 @@ using QuantizeI8 = float (*)(const float* x, int64_t n, int8_t* q);
 struct KernelSet {
   const char* name;
   bool (*available)(const CpuFeatures&);
-  GemvF32 gemv_f32;
-  GemvI8 gemv_i8;
   GemmF32 gemm_f32;
   GemmI8 gemm_i8;
   DenseGemm dense_gemm;  // every set has it

@@ -122,7 +122,7 @@ inline int32_t sum_int8(const int8_t* q, int64_t K) {
 // scaled, so the result differs from scalar only by reassociation. One
 // vector takes the trits straight from the decoder; several share a row
 // decoded once to floats. Both paths do the same FMAs in the same order, so
-// gemm and gemv agree bit for bit.
+// a vector gets the same bits alone as in a batch.
 float row_dot_f32(gguf::TensorType type, const uint8_t* row, const float* x, int64_t K) {
   float total = 0.0f;
   for (int64_t b = 0; b < K / QK; ++b) {
@@ -233,11 +233,6 @@ void gemv_any(const TernaryMatrix& w, const int8_t* q, int32_t* sums, int64_t r0
     gemv_rows<false>(w, q, sums, r0, r1);
 }
 
-void gemv_i8(const TernaryMatrix& w, const int8_t* q, int32_t* sums, int64_t r0, int64_t r1) {
-  check_call(w, ActMode::Int8, 1, r0, r1);
-  gemv_any(w, q, sums, r0, r1);
-}
-
 // Dot products of one decoded trit row with V activation vectors.
 template <int V>
 void trits_dot(const int8_t* t, const int8_t* q, int64_t K, int32_t out[V]) {
@@ -284,18 +279,13 @@ void gemm_f32(const TernaryMatrix& w, const float* x, int64_t n, float* y, int64
   neon_gemm_f32(w, x, n, y, r0, r1);
 }
 
-void gemv_f32(const TernaryMatrix& w, const float* x, float* y, int64_t r0, int64_t r1) {
-  gemm_f32(w, x, 1, y, r0, r1);
-}
-
 bool available(const CpuFeatures& cpu) { return cpu.neon && cpu.dotprod; }
 
 }  // namespace
 
 const KernelSet& neon_sdot_kernels() {
-  static const KernelSet set{"neon-sdot", &available,       &gemv_f32, &gemv_i8, &gemm_f32,
-                             &gemm_i8,    &dense_gemm_neon, nullptr,   nullptr,  &phase_gemm_neon,
-                             &quantize_i8_neon};
+  static const KernelSet set{"neon-sdot", &available, &gemm_f32,        &gemm_i8,        &dense_gemm_neon,
+                             nullptr,      nullptr,    &phase_gemm_neon, &quantize_i8_neon};
   return set;
 }
 

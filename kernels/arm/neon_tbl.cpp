@@ -229,10 +229,6 @@ void gemm_i8(const TernaryMatrix& w, const int8_t* q, int64_t n, int32_t* sums, 
       [&](int64_t i, int64_t r, int32_t v) { sums[i * M + r] = v; });
 }
 
-void gemv_i8(const TernaryMatrix& w, const int8_t* q, int32_t* sums, int64_t r0, int64_t r1) {
-  gemm_i8(w, q, 1, sums, r0, r1);
-}
-
 // Float activations over the pair layout. The 16 row codes of each column
 // are widened to floats and multiplied by that column's activation (an
 // outer product), with per-block partial sums as in scalar.
@@ -277,17 +273,12 @@ void gemm_f32(const TernaryMatrix& w, const float* x, int64_t n, float* y, int64
       [&](int64_t i, int64_t r, float v) { y[i * M + r] = w.row_scale[r] * v; });
 }
 
-void gemv_f32(const TernaryMatrix& w, const float* x, float* y, int64_t r0, int64_t r1) {
-  gemm_f32(w, x, 1, y, r0, r1);
-}
-
 bool available(const CpuFeatures& cpu) { return cpu.neon; }
 
 }  // namespace
 
 const KernelSet& neon_tbl_kernels() {
-  static const KernelSet set{"neon-tbl", &available, &gemv_f32, &gemv_i8,
-                             &gemm_f32,  &gemm_i8,   &dense_gemm_neon, &prepare,
+  static const KernelSet set{"neon-tbl", &available, &gemm_f32, &gemm_i8, &dense_gemm_neon, &prepare,
                              &prepared_bytes, &phase_gemm_neon, &quantize_i8_neon};
   return set;
 }

@@ -45,16 +45,12 @@ void gemm_i8(const TernaryMatrix& w, const int8_t* q, int64_t n, int32_t* sums, 
   gemm_i8_driver<MaddubsDot>(w, q, n, sums, r0, r1);
 }
 
-void gemv_i8(const TernaryMatrix& w, const int8_t* q, int32_t* sums, int64_t r0, int64_t r1) {
-  gemm_i8_driver<MaddubsDot>(w, q, 1, sums, r0, r1);
-}
-
 bool available(const CpuFeatures& f) { return f.avx2 && f.fma && f.f16c && f.os_avx; }
 
 }  // namespace
 
 const KernelSet& avx2_kernels() {
-  static const KernelSet set{"avx2", &available, &gemv_f32_avx2, &gemv_i8, &gemm_f32_avx2, &gemm_i8,
+  static const KernelSet set{"avx2", &available, &gemm_f32_avx2, &gemm_i8,
                              &dense_gemm_x86, nullptr, nullptr, &phase_gemm_avx2, &quantize_i8_avx2};
   return set;
 }

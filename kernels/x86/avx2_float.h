@@ -9,7 +9,8 @@
 // adds per lane) that is reduced horizontally and scaled at the end: about
 // 12 + K / 256 roundings on sums bounded by sum |x|, i.e. ~2.3e-6 relative
 // at K = 6912, inside the 1e-5 contract. The per-vector order does not
-// depend on how many vectors share a call, so gemm matches gemv bit for bit.
+// depend on how many vectors share a call: one vector alone gets the bits
+// it gets in a batch.
 //
 // Anonymous namespace for the reasons given in avx2_common.h.
 #pragma once
@@ -128,10 +129,6 @@ void gemm_f32_avx2(const TernaryMatrix& w, const float* x, int64_t n, float* y, 
     else
       rows_f32<false>(w, x + i0 * K, nv, y + i0 * M, r0, r1);
   }
-}
-
-void gemv_f32_avx2(const TernaryMatrix& w, const float* x, float* y, int64_t r0, int64_t r1) {
-  gemm_f32_avx2(w, x, 1, y, r0, r1);
 }
 
 }  // namespace

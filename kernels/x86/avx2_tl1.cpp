@@ -114,16 +114,12 @@ void gemm_i8(const TernaryMatrix& w, const int8_t* q, int64_t n, int32_t* sums, 
     }
 }
 
-void gemv_i8(const TernaryMatrix& w, const int8_t* q, int32_t* sums, int64_t r0, int64_t r1) {
-  gemm_i8(w, q, 1, sums, r0, r1);
-}
-
 bool available(const CpuFeatures& f) { return f.avx2 && f.fma && f.f16c && f.os_avx; }
 
 }  // namespace
 
 const KernelSet& avx2_tl1_kernels() {
-  static const KernelSet set{"avx2-tl1", &available, nullptr, &gemv_i8, nullptr, &gemm_i8, &dense_gemm_x86, &tl1_prepare,
+  static const KernelSet set{"avx2-tl1", &available, nullptr, &gemm_i8, &dense_gemm_x86, &tl1_prepare,
                              &tl1_prepared_bytes, nullptr, &quantize_i8_avx2};
   return set;
 }

@@ -118,10 +118,6 @@ void gemm_f32(const TernaryMatrix& w, const float* x, int64_t n, float* y, int64
   });
 }
 
-void gemv_f32(const TernaryMatrix& w, const float* x, float* y, int64_t r0, int64_t r1) {
-  gemm_f32(w, x, 1, y, r0, r1);
-}
-
 void gemm_i8(const TernaryMatrix& w, const int8_t* q, int64_t n, int32_t* sums, int64_t r0,
              int64_t r1) {
   check_call(w, ActMode::Int8, n, r0, r1);
@@ -147,10 +143,6 @@ void gemm_i8(const TernaryMatrix& w, const int8_t* q, int64_t n, int32_t* sums, 
   });
 }
 
-void gemv_i8(const TernaryMatrix& w, const int8_t* q, int32_t* sums, int64_t r0, int64_t r1) {
-  gemm_i8(w, q, 1, sums, r0, r1);
-}
-
 std::shared_ptr<const void> prepare(const TernaryMatrix& w) {
   return pack_codes(w, CodeLayout::Linear);
 }
@@ -165,8 +157,7 @@ bool available(const CpuFeatures& c) {
 }  // namespace
 
 const KernelSet& avx512_pext_kernels() {
-  static const KernelSet set{"avx512-pext", &available, &gemv_f32, &gemv_i8,
-                             &gemm_f32,     &gemm_i8,   &dense_gemm_x86, &prepare,
+  static const KernelSet set{"avx512-pext", &available, &gemm_f32, &gemm_i8, &dense_gemm_x86, &prepare,
                              &prepared_bytes, nullptr, &quantize_i8_avx2};
   return set;
 }

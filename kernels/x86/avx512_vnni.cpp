@@ -231,10 +231,6 @@ void gemm_i8(const TernaryMatrix& w, const int8_t* q, int64_t n, int32_t* sums, 
   }
 }
 
-void gemv_i8(const TernaryMatrix& w, const int8_t* q, int32_t* sums, int64_t r0, int64_t r1) {
-  gemm_i8(w, q, 1, sums, r0, r1);
-}
-
 std::shared_ptr<const void> prepare(const TernaryMatrix& w) {
   return pack_codes(w, default_layout(w));
 }
@@ -249,7 +245,7 @@ bool available(const CpuFeatures& c) {
 }  // namespace
 
 const KernelSet& avx512_vnni_kernels() {
-  static const KernelSet set{"avx512-vnni", &available, nullptr, &gemv_i8, nullptr, &gemm_i8, &dense_gemm_x86, &prepare,
+  static const KernelSet set{"avx512-vnni", &available, nullptr, &gemm_i8, &dense_gemm_x86, &prepare,
                              &prepared_bytes, nullptr, &quantize_i8_avx2};
   return set;
 }

@@ -205,13 +205,11 @@ void Model::linears(std::initializer_list<Product> ps, const float* x, int n, in
         const KernelSet& ks = *p.l->kernels;  // --kernel auto: the set timed fastest on w's shape
         const int64_t M = w.rows;
         if (!digits) {
-          if (n == 1) ks.gemv_f32(w, x, p.y, r0, r1);
-          else ks.gemm_f32(w, x, n, p.y, r0, r1);
+          ks.gemm_f32(w, x, n, p.y, r0, r1);
           return;
         }
         int32_t* sums = s.isum.data() + size_t(nq * first);  // [nq][M] per product, one after another
-        if (nq == 1) ks.gemv_i8(w, s.xq.data(), sums, r0, r1);
-        else ks.gemm_i8(w, s.xq.data(), nq, sums, r0, r1);
+        ks.gemm_i8(w, s.xq.data(), nq, sums, r0, r1);
         const int32_t* t = sums;  // token i's first vector's sums
         for (int i = 0; i < n; ++i) {
           const float inv = 1.0f / s.xq_scale[size_t(i)];

@@ -59,10 +59,7 @@ std::vector<KernelChoice> time_kernels(std::span<const TernaryMatrix> shapes, in
         layout = k->prepare(w);
         m.packed = layout.get();
       }
-      auto call = [&] {
-        if (n == 1) k->gemv_i8(m, q.data(), sums.data(), 0, m.rows);
-        else k->gemm_i8(m, q.data(), n, sums.data(), 0, m.rows);
-      };
+      auto call = [&] { k->gemm_i8(m, q.data(), n, sums.data(), 0, m.rows); };
       call();  // first touch: page faults of a fresh layout are not the kernel's
       double best = 1e30;
       for (int i = 0; i < calls; ++i) {

@@ -121,12 +121,12 @@ inline void expect_int8_bad_calls_throw(const KernelSet& ks) {
   const Matrix m = make_matrix(ks, gguf::TensorType::TQ1_0, 4, 256, Rows::Random, 5);
   const auto q = acts(256, Acts::Random, 6);
   std::vector<int32_t> s(4);
-  EXPECT_THROW(ks.gemv_i8(m.w, q.data(), s.data(), 0, 5), Error);
-  EXPECT_THROW(ks.gemv_i8(m.w, q.data(), s.data(), 3, 2), Error);
+  EXPECT_THROW(ks.gemm_i8(m.w, q.data(), 1, s.data(), 0, 5), Error);
+  EXPECT_THROW(ks.gemm_i8(m.w, q.data(), 1, s.data(), 3, 2), Error);
   EXPECT_THROW(ks.gemm_i8(m.w, q.data(), -1, s.data(), 0, 4), Error);
   TernaryMatrix bad = m.w;
   bad.cols = 300;
-  EXPECT_THROW(ks.gemv_i8(bad, q.data(), s.data(), 0, 4), Error);
+  EXPECT_THROW(ks.gemm_i8(bad, q.data(), 1, s.data(), 0, 4), Error);
 }
 
 }  // namespace tern::test

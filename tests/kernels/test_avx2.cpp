@@ -26,7 +26,7 @@ class Avx2Sets : public ::testing::TestWithParam<std::string> {
     ks_ = find_set(GetParam());
     if (ks_ == nullptr) GTEST_SKIP() << GetParam() << " is not built into this binary";
     if (!ks_->available(cpu_features())) GTEST_SKIP() << GetParam() << " needs a CPU feature missing here";
-    ASSERT_NE(ks_->gemv_i8, nullptr);
+    ASSERT_NE(ks_->gemm_i8, nullptr);
     ASSERT_NE(ks_->gemm_i8, nullptr);
   }
   const KernelSet* ks_ = nullptr;
@@ -51,7 +51,7 @@ void check_int8(const KernelSet& ks, const Matrix& m, const std::vector<int8_t>&
   for (size_t i = 0; i < want.size(); ++i)
     ASSERT_EQ(got[i], want[i]) << ks.name << " gemm " << what << " vec " << i / m.M << " row " << i % m.M;
   std::vector<int32_t> one(size_t(m.M), kSentinel);
-  ks.gemv_i8(m.w, q.data(), one.data(), r0, r1);
+  ks.gemm_i8(m.w, q.data(), 1, one.data(), r0, r1);
   for (int64_t r = 0; r < m.M; ++r)
     ASSERT_EQ(one[size_t(r)], want[size_t(r)]) << ks.name << " gemv " << what << " row " << r;
 }
@@ -64,7 +64,7 @@ void check_float(const KernelSet& ks, const Matrix& m, const std::vector<float>&
   for (int64_t i = 0; i < n; ++i) {
     // Each vector's result must not depend on the batch it came in.
     std::vector<float> one(size_t(m.M), -7.0f);
-    ks.gemv_f32(m.w, x.data() + i * m.K, one.data(), r0, r1);
+    ks.gemm_f32(m.w, x.data() + i * m.K, 1, one.data(), r0, r1);
     double mag = 0;
     for (int64_t k = 0; k < m.K; ++k) mag += std::fabs(double(x[size_t(i * m.K + k)]));
     for (int64_t r = 0; r < m.M; ++r) {
@@ -142,7 +142,7 @@ TEST_P(Avx2Sets, Int8BatchedTilesMatchScalar) {
 }
 
 TEST_P(Avx2Sets, FloatMatchesScalarWhenPresent) {
-  if (ks_->gemv_f32 == nullptr) GTEST_SKIP() << GetParam() << " has no float path";
+  if (ks_->gemm_f32 == nullptr) GTEST_SKIP() << GetParam() << " has no float path";
   for (TensorType type : kTypes)
     for (int64_t M : {1, 7, 33})
       for (int64_t K : {256, 512, 2560, 6912}) {
@@ -166,7 +166,7 @@ TEST_P(Avx2Sets, Tq2CodeThreeMatchesScalarOrIsRefused) {
   }
   check_int8(*ks_, m, acts(2 * K, Acts::Random, 10), 2, 0, M, "code 3");
   check_int8(*ks_, m, acts(K, Acts::Min, 10), 1, 0, M, "code 3, q = -128");
-  if (ks_->gemv_f32) check_float(*ks_, m, random_floats(2 * K, 11), 2, 0, M, "code 3");
+  if (ks_->gemm_f32) check_float(*ks_, m, random_floats(2 * K, 11), 2, 0, M, "code 3");
 }
 
 TEST_P(Avx2Sets, UnpreparedMatrixIsAnError) {
@@ -174,7 +174,7 @@ TEST_P(Avx2Sets, UnpreparedMatrixIsAnError) {
   const Matrix m = make_matrix(scalar_kernels(), TensorType::TQ2_0, 4, 256, Rows::Random, 3);
   const auto q = acts(256, Acts::Random, 4);
   std::vector<int32_t> s(4);
-  EXPECT_THROW(ks_->gemv_i8(m.w, q.data(), s.data(), 0, 4), Error);
+  EXPECT_THROW(ks_->gemm_i8(m.w, q.data(), 1, s.data(), 0, 4), Error);
 }
 
 TEST_P(Avx2Sets, BadCallsAreErrors) {

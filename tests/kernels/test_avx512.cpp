@@ -96,8 +96,8 @@ TEST(Avx512, GemvMatchesScalar) {
               for (int fill : {0, 127, -128}) {
                 auto q = fill ? std::vector<int8_t>(size_t(K), int8_t(fill)) : random_int8(K, seed + 1);
                 std::vector<int32_t> want(static_cast<size_t>(M)), got(static_cast<size_t>(M), 12345);
-                scalar_kernels().gemv_i8(m.w, q.data(), want.data(), 0, M);
-                ks->gemv_i8(m.w, q.data(), got.data(), 0, M);
+                scalar_kernels().gemm_i8(m.w, q.data(), 1, want.data(), 0, M);
+                ks->gemm_i8(m.w, q.data(), 1, got.data(), 0, M);
                 for (int64_t r = 0; r < M; ++r)
                   ASSERT_EQ(got[size_t(r)], want[size_t(r)]) << what << " q " << fill << " row " << r;
               }
@@ -144,7 +144,7 @@ TEST(Avx512, GemmEqualsGemvBitForBit) {
     ks->gemm_f32(m.w, x.data(), n, y.data(), 0, 9);
     for (int64_t i = 0; i < n; ++i) {
       std::vector<float> yv(9);
-      ks->gemv_f32(m.w, x.data() + i * 1024, yv.data(), 2, 9);  // other grouping
+      ks->gemm_f32(m.w, x.data() + i * 1024, 1, yv.data(), 2, 9);  // other grouping
       for (int64_t r = 2; r < 9; ++r) EXPECT_EQ(y[size_t(i * 9 + r)], yv[size_t(r)]) << name;
     }
   }
@@ -164,7 +164,7 @@ TEST(Avx512, Int8ExactBeyondFloatMantissa) {
       Matrix m = make_matrix(type, 2, K, Rows::Plus, 9);  // all +1
       prepare(m, *ks);
       int32_t s[2] = {0, 0};
-      ks->gemv_i8(m.w, q.data(), s, 0, 2);
+      ks->gemm_i8(m.w, q.data(), 1, s, 0, 2);
       EXPECT_EQ(s[0], 127 * K - 1) << name;
       EXPECT_EQ(s[1], 127 * K - 1) << name;
       ++ran;
@@ -187,8 +187,8 @@ TEST(Avx512, VnniExactAcrossSegments) {
       for (int fill : {127, -128, 0}) {
         auto q = fill ? std::vector<int8_t>(size_t(K), int8_t(fill)) : random_int8(K, 22);
         std::vector<int32_t> want(static_cast<size_t>(M)), got(static_cast<size_t>(M));
-        scalar_kernels().gemv_i8(m.w, q.data(), want.data(), 0, M);
-        vnni->gemv_i8(m.w, q.data(), got.data(), 0, M);
+        scalar_kernels().gemm_i8(m.w, q.data(), 1, want.data(), 0, M);
+        vnni->gemm_i8(m.w, q.data(), 1, got.data(), 0, M);
         EXPECT_EQ(got, want) << "type " << int(type) << " rows " << int(rows) << " q " << fill;
       }
       // Prompt batches take the other loop of each layout.
@@ -210,14 +210,14 @@ TEST(Avx512, RejectsForeignPreparedLayout) {
   Matrix other = make_matrix(TensorType::TQ2_0, 5, 512, Rows::Mixed, 1);
   prepare(other, *vnni);
   m.w.packed = other.packed.get();
-  EXPECT_THROW(vnni->gemv_i8(m.w, q.data(), s.data(), 0, 4), Error);
+  EXPECT_THROW(vnni->gemm_i8(m.w, q.data(), 1, s.data(), 0, 4), Error);
   if (pext && pext->available(cpu_features())) {
     prepare(m, *pext);  // pext's layout handed to vnni
-    EXPECT_THROW(vnni->gemv_i8(m.w, q.data(), s.data(), 0, 4), Error);
+    EXPECT_THROW(vnni->gemm_i8(m.w, q.data(), 1, s.data(), 0, 4), Error);
     prepare(m, *vnni);
-    EXPECT_THROW(pext->gemv_i8(m.w, q.data(), s.data(), 0, 4), Error);
+    EXPECT_THROW(pext->gemm_i8(m.w, q.data(), 1, s.data(), 0, 4), Error);
   }
-  EXPECT_THROW(vnni->gemv_i8(m.w, q.data(), s.data(), 0, 5), Error);  // bad range
+  EXPECT_THROW(vnni->gemm_i8(m.w, q.data(), 1, s.data(), 0, 5), Error);  // bad range
 }
 
 TEST(Avx512, DefaultSelection) {
@@ -255,8 +255,8 @@ TEST(Avx512, VnniTq2CodeThreeCountsAsTwo) {
   for (bool prepared : {true, false}) {
     if (prepared) prepare(m, *vnni);
     std::vector<int32_t> want(5), got(5);
-    scalar_kernels().gemv_i8(m.w, q.data(), want.data(), 0, 5);
-    vnni->gemv_i8(m.w, q.data(), got.data(), 0, 5);
+    scalar_kernels().gemm_i8(m.w, q.data(), 1, want.data(), 0, 5);
+    vnni->gemm_i8(m.w, q.data(), 1, got.data(), 0, 5);
     EXPECT_EQ(got, want) << (prepared ? "prepared" : "raw");
   }
 }

@@ -24,9 +24,10 @@ TEST(Dispatch, ScalarIsLastAndAlwaysAvailable) {
   std::set<std::string> names;
   for (const KernelSet* s : sets) {
     EXPECT_TRUE(names.insert(s->name).second) << "duplicate kernel name " << s->name;
-    // A set covers a mode whole or not at all.
-    EXPECT_EQ(bool(s->gemv_f32), bool(s->gemm_f32)) << s->name;
-    EXPECT_EQ(bool(s->gemv_i8), bool(s->gemm_i8)) << s->name;
+    // Every set has the entries every model needs.
+    EXPECT_NE(s->dense_gemm, nullptr) << s->name;
+    EXPECT_NE(s->quantize_i8, nullptr) << s->name;
+    EXPECT_EQ(s->prepare == nullptr, s->prepared_bytes == nullptr) << s->name;
     EXPECT_TRUE(kernel_supports(*s, ActMode::Float) || kernel_supports(*s, ActMode::Int8)) << s->name;
   }
 }

@@ -60,8 +60,8 @@ void check(const KernelSet& ks, const Matrix& m, int64_t n, int64_t r0, int64_t 
   scalar_kernels().gemm_i8(m.plain, q.data(), n, want.data(), 0, M);
   scalar_kernels().gemm_f32(m.plain, x.data(), n, wantf.data(), 0, M);
   if (n == 1) {
-    ks.gemv_i8(m.w, q.data(), got.data(), r0, r1);
-    ks.gemv_f32(m.w, x.data(), gotf.data(), r0, r1);
+    ks.gemm_i8(m.w, q.data(), 1, got.data(), r0, r1);
+    ks.gemm_f32(m.w, x.data(), 1, gotf.data(), r0, r1);
   } else {
     ks.gemm_i8(m.w, q.data(), n, got.data(), r0, r1);
     ks.gemm_f32(m.w, x.data(), n, gotf.data(), r0, r1);
@@ -155,8 +155,8 @@ TEST_P(Neon, GemmMatchesGemvPerVector) {
       ks_->gemm_f32(m.w, x.data(), n, a.data(), 0, M);
       ks_->gemm_i8(m.w, q.data(), n, c.data(), 0, M);
       for (int64_t i = 0; i < n; ++i) {
-        ks_->gemv_f32(m.w, x.data() + i * K, b.data(), 0, M);
-        ks_->gemv_i8(m.w, q.data() + i * K, d.data(), 0, M);
+        ks_->gemm_f32(m.w, x.data() + i * K, 1, b.data(), 0, M);
+        ks_->gemm_i8(m.w, q.data() + i * K, 1, d.data(), 0, M);
         for (int64_t r = 0; r < M; ++r) {
           EXPECT_EQ(std::bit_cast<uint32_t>(a[size_t(i * M + r)]),
                     std::bit_cast<uint32_t>(b[size_t(r)]))
@@ -188,7 +188,7 @@ TEST_P(Neon, MismatchedLayoutThrows) {
   big.w.packed = small.w.packed;
   const auto q = acts(512, Acts::Random, 3);
   std::vector<int32_t> s(33);
-  EXPECT_THROW(ks_->gemv_i8(big.w, q.data(), s.data(), 0, 33), Error);
+  EXPECT_THROW(ks_->gemm_i8(big.w, q.data(), 1, s.data(), 0, 33), Error);
 }
 
 // TQ2_0 code 3 is no trit; loaders reject it, but a kernel reading one must

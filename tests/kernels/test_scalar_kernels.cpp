@@ -41,7 +41,7 @@ void check_float(const KernelSet& ks, const Matrix& m, const std::vector<float>&
   std::shared_ptr<const void> hold;
   const TernaryMatrix w = prepared(ks, m.w, hold);
   std::vector<float> y(size_t(m.M), -7.0f);
-  ks.gemv_f32(w, x.data(), y.data(), 0, m.M);
+  ks.gemm_f32(w, x.data(), 1, y.data(), 0, m.M);
   for (int64_t r = 0; r < m.M; ++r) {
     double exact = 0, mag = 0;
     for (int64_t k = 0; k < m.K; ++k) {
@@ -67,7 +67,7 @@ void check_int8(const KernelSet& ks, const Matrix& m, const std::vector<int8_t>&
   std::shared_ptr<const void> hold;
   const TernaryMatrix w = prepared(ks, m.w, hold);
   std::vector<int32_t> s(size_t(m.M), 12345);
-  ks.gemv_i8(w, q.data(), s.data(), 0, m.M);
+  ks.gemm_i8(w, q.data(), 1, s.data(), 0, m.M);
   for (int64_t r = 0; r < m.M; ++r) {
     int64_t exact = 0;
     for (int64_t k = 0; k < m.K; ++k)
@@ -116,11 +116,11 @@ TEST(Kernels, Int8ExtremesGiveExactTotals) {
     const Matrix minus = make_matrix(type, 2, K, Rows::Minus, 1);
     std::vector<int8_t> lo(size_t(K), -128), hi(size_t(K), 127);
     int32_t s[2];
-    scalar_kernels().gemv_i8(plus.w, lo.data(), s, 0, 2);
+    scalar_kernels().gemm_i8(plus.w, lo.data(), 1, s, 0, 2);
     EXPECT_EQ(s[1], -128 * K);
-    scalar_kernels().gemv_i8(minus.w, lo.data(), s, 0, 2);
+    scalar_kernels().gemm_i8(minus.w, lo.data(), 1, s, 0, 2);
     EXPECT_EQ(s[0], 128 * K);
-    scalar_kernels().gemv_i8(minus.w, hi.data(), s, 0, 2);
+    scalar_kernels().gemm_i8(minus.w, hi.data(), 1, s, 0, 2);
     EXPECT_EQ(s[0], -127 * K);
   }
 }
@@ -142,8 +142,8 @@ TEST(Kernels, GemmMatchesGemvBitForBit) {
         for (int64_t i = 0; i < n; ++i) {
           std::vector<float> yv(static_cast<size_t>(M));
           std::vector<int32_t> sv(static_cast<size_t>(M));
-          ks->gemv_f32(w, x.data() + i * K, yv.data(), 0, M);
-          ks->gemv_i8(w, q.data() + i * K, sv.data(), 0, M);
+          ks->gemm_f32(w, x.data() + i * K, 1, yv.data(), 0, M);
+          ks->gemm_i8(w, q.data() + i * K, 1, sv.data(), 0, M);
           for (int64_t r = 0; r < M; ++r) {
             EXPECT_EQ(std::bit_cast<uint32_t>(y[size_t(i * M + r)]),
                       std::bit_cast<uint32_t>(yv[size_t(r)]))
@@ -175,8 +175,8 @@ TEST(Kernels, RowRangeWritesOnlyItsRows) {
       ks->gemm_i8(w, q.data(), n, s.data(), r0, r1);
       std::vector<float> yv(size_t(M), std::bit_cast<float>(kSentinel));
       std::vector<int32_t> sv(size_t(M), 0x5a5a5a5a);
-      ks->gemv_f32(w, x.data(), yv.data(), r0, r1);
-      ks->gemv_i8(w, q.data(), sv.data(), r0, r1);
+      ks->gemm_f32(w, x.data(), 1, yv.data(), r0, r1);
+      ks->gemm_i8(w, q.data(), 1, sv.data(), r0, r1);
       for (int64_t i = 0; i < n; ++i)
         for (int64_t r = 0; r < M; ++r) {
           const bool inside = r >= r0 && r < r1;
@@ -193,7 +193,7 @@ TEST(Kernels, RowRangeWritesOnlyItsRows) {
         }
       // An empty range touches nothing.
       std::vector<float> none(size_t(M), std::bit_cast<float>(kSentinel));
-      ks->gemv_f32(w, x.data(), none.data(), 3, 3);
+      ks->gemm_f32(w, x.data(), 1, none.data(), 3, 3);
       for (float v : none) EXPECT_EQ(std::bit_cast<uint32_t>(v), kSentinel);
     }
 }
@@ -203,23 +203,23 @@ TEST(Kernels, ScalarRejectsBadCalls) {
   const auto x = random_floats(256, 6);
   std::vector<float> y(4);
   const KernelSet& ks = scalar_kernels();
-  EXPECT_THROW(ks.gemv_f32(m.w, x.data(), y.data(), 0, 5), Error);
-  EXPECT_THROW(ks.gemv_f32(m.w, x.data(), y.data(), 3, 2), Error);
-  EXPECT_THROW(ks.gemv_f32(m.w, x.data(), y.data(), -1, 2), Error);
+  EXPECT_THROW(ks.gemm_f32(m.w, x.data(), 1, y.data(), 0, 5), Error);
+  EXPECT_THROW(ks.gemm_f32(m.w, x.data(), 1, y.data(), 3, 2), Error);
+  EXPECT_THROW(ks.gemm_f32(m.w, x.data(), 1, y.data(), -1, 2), Error);
   EXPECT_THROW(ks.gemm_f32(m.w, x.data(), -1, y.data(), 0, 4), Error);
   TernaryMatrix bad = m.w;
   bad.type = TensorType::F32;
-  EXPECT_THROW(ks.gemv_f32(bad, x.data(), y.data(), 0, 4), Error);
+  EXPECT_THROW(ks.gemm_f32(bad, x.data(), 1, y.data(), 0, 4), Error);
   bad = m.w;
   bad.cols = 300;
-  EXPECT_THROW(ks.gemv_f32(bad, x.data(), y.data(), 0, 4), Error);
+  EXPECT_THROW(ks.gemm_f32(bad, x.data(), 1, y.data(), 0, 4), Error);
   bad = m.w;
   bad.row_scale = nullptr;
-  EXPECT_THROW(ks.gemv_f32(bad, x.data(), y.data(), 0, 4), Error);
+  EXPECT_THROW(ks.gemm_f32(bad, x.data(), 1, y.data(), 0, 4), Error);
   // Int8 mode does not need row scales.
   std::vector<int32_t> s(4);
   const auto q = random_int8(256, 7);
-  EXPECT_NO_THROW(ks.gemv_i8(bad, q.data(), s.data(), 0, 4));
+  EXPECT_NO_THROW(ks.gemm_i8(bad, q.data(), 1, s.data(), 0, 4));
 }
 
 // A set that prepares a layout reports its size, and the layout stays within
