@@ -66,6 +66,14 @@ struct Linear {
                                       // freed (w.data null) once a kernel has prepared its layout
   std::shared_ptr<const void> packed;  // the kernel set's own layout, if it has one
   const KernelSet* kernels = nullptr;  // the set this matrix runs on, its layout made for it
+
+  // w and phase point into scales and converted: a move keeps their heap
+  // buffers, a copy would leave the copy's pointers in the original.
+  Linear() = default;
+  Linear(Linear&&) = default;
+  Linear& operator=(Linear&&) = default;
+  Linear(const Linear&) = delete;
+  Linear& operator=(const Linear&) = delete;
 };
 
 // A distinct shape of ternary linear, timed at load by --kernel auto: the
