@@ -53,6 +53,14 @@ struct Rotation {
   const TernaryMatrix& last() const { return mats[(*next + mats.size() - 1) % mats.size()]; }
 };
 
+// Y[n][M] = X[n][K] T^T split as src/model's linears split rows:
+// contiguous row ranges, one per OpenMP thread, each a call of the set's
+// GEMM for `mode` (x read in float mode, q in int8 mode; y or sums
+// written). Returns false if a kernel threw (an exception must not leave
+// the parallel region); *threads_seen, if given, gets the team's size.
+bool split_rows(const KernelSet& set, ActMode mode, const TernaryMatrix& w, const float* x, const int8_t* q,
+                int64_t n, float* y, int32_t* sums, int threads, int* threads_seen = nullptr);
+
 // Random ternary weights [M x K] of `type` (fixed seed), in distinct 64-byte
 // aligned allocations, each prepared by set.prepare if the set has one. Copies are
 // built once per (type, M, K) and reused by later calls with the same shape;

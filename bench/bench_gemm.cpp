@@ -7,9 +7,7 @@
 // weights stay warm (one matrix): at n >= 16 a call is compute-bound, and a
 // 4 MiB matrix streams from L3 or DRAM at far more than it consumes.
 #include <benchmark/benchmark.h>
-#include <omp.h>
 
-#include <atomic>
 #include <chrono>
 #include <exception>
 #include <random>
@@ -35,26 +33,6 @@ struct Case {
   int n, threads;
 };
 
-bool split_gemm(const Case& c, const TernaryMatrix& w, const float* x, const int8_t* q, float* y,
-                int32_t* sums) {
-  std::atomic<bool> ok{true};
-  const int64_t M = w.rows;
-#pragma omp parallel num_threads(c.threads)
-  {
-    const int nt = omp_get_num_threads(), t = omp_get_thread_num();
-    const int64_t r0 = M * t / nt, r1 = M * (t + 1) / nt;
-    if (r0 < r1) {
-      try {
-        if (c.mode == ActMode::Float) c.set->gemm_f32(w, x, c.n, y, r0, r1);
-        else c.set->gemm_i8(w, q, c.n, sums, r0, r1);
-      } catch (...) {
-        ok.store(false);
-      }
-    }
-  }
-  return ok.load();
-}
-
 void bm_gemm(benchmark::State& st, const Case& c) {
   const int64_t M = c.shape.M, K = c.shape.K, n = c.n;
   Rotation rot;
@@ -73,21 +51,27 @@ void bm_gemm(benchmark::State& st, const Case& c) {
   for (auto& v : x) v = fx(rng);
   for (auto& v : q) v = int8_t(iq(rng));
   const TernaryMatrix& w = rot.advance();
-  if (!split_gemm(c, w, x.data(), q.data(), y.data(), sums.data())) {
+  auto call = [&] { return split_rows(*c.set, c.mode, w, x.data(), q.data(), n, y.data(), sums.data(), c.threads); };
+  if (!call()) {
     st.SkipWithError("the kernel threw");
     return;
   }
   using clock = std::chrono::steady_clock;
   double total = 0;
+  bool ok = true;
   for (auto _ : st) {
     const auto t0 = clock::now();
-    split_gemm(c, w, x.data(), q.data(), y.data(), sums.data());
+    ok &= call();
     benchmark::DoNotOptimize(y.data());
     benchmark::DoNotOptimize(sums.data());
     benchmark::ClobberMemory();
     const double dt = std::chrono::duration<double>(clock::now() - t0).count();
     total += dt;
     st.SetIterationTime(dt);
+  }
+  if (!ok) {
+    st.SkipWithError("a kernel threw during the timed loop");
+    return;
   }
   using benchmark::Counter;
   const double iters = double(st.iterations());

@@ -11,7 +11,6 @@
 #include <benchmark/benchmark.h>
 #include <omp.h>
 
-#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -45,29 +44,6 @@ struct Case {
 
 const char* type_name(TensorType t) { return t == TensorType::TQ2_0 ? "TQ2_0" : "TQ1_0"; }
 const char* mode_name(ActMode m) { return m == ActMode::Float ? "float" : "int8"; }
-
-// The split of src/model/forward.cpp's Model::linear: contiguous row ranges,
-// one per OpenMP thread. Returns false if a kernel threw.
-bool split_gemv(const Case& c, const TernaryMatrix& w, const float* x, const int8_t* q, float* y,
-                int32_t* sums, int* threads_seen) {
-  std::atomic<bool> ok{true};
-  const int64_t M = w.rows;
-#pragma omp parallel num_threads(c.threads)
-  {
-    const int nt = omp_get_num_threads(), t = omp_get_thread_num();
-    if (t == 0) *threads_seen = nt;
-    const int64_t r0 = M * t / nt, r1 = M * (t + 1) / nt;
-    if (r0 < r1) {
-      try {  // an exception must not leave the parallel region
-        if (c.mode == ActMode::Float) c.set->gemm_f32(w, x, 1, y, r0, r1);
-        else c.set->gemm_i8(w, q, 1, sums, r0, r1);
-      } catch (...) {
-        ok.store(false);
-      }
-    }
-  }
-  return ok.load();
-}
 
 void bm_gemv(benchmark::State& st, const Case& c) {
   const int64_t M = c.shape.M, K = c.shape.K;
@@ -119,7 +95,8 @@ void bm_gemv(benchmark::State& st, const Case& c) {
   bool ok = true;
   for (auto _ : st) {
     const auto t0 = clock::now();
-    ok &= split_gemv(c, rot.advance(), x.data(), q.data(), y.data(), sums.data(), &threads_seen);
+    ok &= split_rows(*c.set, c.mode, rot.advance(), x.data(), q.data(), 1, y.data(), sums.data(), c.threads,
+                     &threads_seen);
     benchmark::DoNotOptimize(y.data());
     benchmark::DoNotOptimize(sums.data());
     benchmark::ClobberMemory();

@@ -2,8 +2,10 @@
 // distinct copies whose total exceeds 4 x L3, so each call finds its matrix
 // evicted; the copies differ in content (random blocks negated) so no layer
 // below us (KSM on a VM host, say) can merge them into one physical copy.
+#include <omp.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -244,6 +246,27 @@ Rotation matrices(gguf::TensorType type, int64_t M, int64_t K, const KernelSet& 
 void release_matrices() {
   g_packed = PackedSet{};
   g_raw = RawSet{};
+}
+
+bool split_rows(const KernelSet& set, ActMode mode, const TernaryMatrix& w, const float* x, const int8_t* q,
+                int64_t n, float* y, int32_t* sums, int threads, int* threads_seen) {
+  std::atomic<bool> ok{true};
+  const int64_t M = w.rows;
+#pragma omp parallel num_threads(threads)
+  {
+    const int nt = omp_get_num_threads(), t = omp_get_thread_num();
+    if (t == 0 && threads_seen) *threads_seen = nt;
+    const int64_t r0 = M * t / nt, r1 = M * (t + 1) / nt;
+    if (r0 < r1) {
+      try {
+        if (mode == ActMode::Float) set.gemm_f32(w, x, n, y, r0, r1);
+        else set.gemm_i8(w, q, n, sums, r0, r1);
+      } catch (...) {
+        ok.store(false);
+      }
+    }
+  }
+  return ok.load();
 }
 
 }  // namespace tern::bench
