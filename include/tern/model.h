@@ -88,6 +88,8 @@ struct KernelChoice {
   int64_t rows = 0, cols = 0;
   std::vector<std::pair<const KernelSet*, double>> seconds;  // candidates in all_kernel_sets() order
   const KernelSet* chosen = nullptr;
+
+  bool fits(const TernaryMatrix& w) const { return w.type == type && w.rows == rows && w.cols == cols; }
 };
 
 struct LayerWeights {

@@ -102,10 +102,14 @@ constexpr int kMaxActDigits = 3;
 constexpr int64_t act_digits_max(int d) { return d <= 1 ? 127 : 255 * act_digits_max(d - 1) + 127; }
 static_assert(act_digits_max(2) == 32512 && act_digits_max(3) == 8290687);
 float quantize_act_digits(const float* x, int64_t n, int digits, int8_t* q, int64_t stride);
-// ||x - v / s|| / ||x|| of that quantization (0 when x is 0), in double:
-// how the forward pass decides that 16 bits are not enough for an input.
+// ||x - v / s|| / ||x|| of that quantization (0 when x is 0), in double.
 double act_digits_rel_error(const float* x, int64_t n, int digits, const int8_t* q, int64_t stride,
                             float s);
+// What the forward pass calls: 2 digits, or 3 when the 2-digit rounding's
+// act_digits_rel_error is above max_rel_error (NaN counts as not above).
+// The same digits and scale as quantize_act_digits with *digits digits;
+// the error is summed in the rounding pass and max|x| found once.
+float quantize_act_wide(const float* x, int64_t n, double max_rel_error, int8_t* q, int64_t stride, int* digits);
 
 // Pack/unpack one row of K trits (K a positive multiple of QK, else
 // tern::Error). `trits` values are -1, 0, +1; pack throws tern::Error

@@ -185,15 +185,8 @@ void Model::linears(std::initializer_list<Product> ps, const float* x, int n, in
     int8_t* q = s.xq.data() + size_t(nq) * K;
     const float* in = x + i * stride;
     int d = 1;
-    if (digits == 1) {
-      s.xq_scale[i] = k.quantize_i8(in, in_dim, q);
-    } else {
-      for (d = 2; d <= kMaxActDigits; ++d) {
-        s.xq_scale[i] = quantize_act_digits(in, in_dim, d, q, int64_t(K));
-        if (d == kMaxActDigits || !(act_digits_rel_error(in, in_dim, d, q, int64_t(K), s.xq_scale[i]) > kWideRelError))
-          break;
-      }
-    }
+    s.xq_scale[i] = digits == 1 ? k.quantize_i8(in, in_dim, q)
+                                : quantize_act_wide(in, in_dim, kWideRelError, q, int64_t(K), &d);
     s.xq_digits[i] = d;
     for (int j = 0; j < d; ++j) std::fill(q + j * K + D, q + (j + 1) * K, int8_t(0));
     nq += d;

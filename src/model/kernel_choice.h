@@ -1,4 +1,4 @@
-// Timing kernel sets on one weight matrix, for --kernel auto (internal to
+// Timing kernel sets on weight matrices, for --kernel auto (internal to
 // src/model; Model::choose_kernels calls it at load).
 #pragma once
 #include <span>

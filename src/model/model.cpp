@@ -304,7 +304,7 @@ void Model::load_layer(int l) {
     if (c.linear_norm_eps > 0) lin->in_norm = norm_vector(f, p + name + ".rms_norm.weight", width);
     lin->kernels = kernels_;
     for (const KernelChoice& k : choices_)
-      if (k.type == lin->w.type && k.rows == lin->w.rows && k.cols == lin->w.cols) lin->kernels = k.chosen;
+      if (k.fits(lin->w)) lin->kernels = k.chosen;
     if (!lin->kernels->prepare || c.phase) continue;
     // A prepared kernel reads only its own layout, so the stored bytes are
     // let go once copied: file pages released, an I2_S repack freed.

@@ -5,6 +5,7 @@
 // inside the bound docs/ARCHITECTURE.md states.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -86,6 +87,39 @@ TEST(QuantizeActDigits, ZerosTinyValuesNanAndInfAreDefined) {
   quantize_act_digits(y.data(), 2, 2, r.data(), 2);  // scale 0: inf * 0 is NaN
   EXPECT_EQ(value(r, 2, 2, 0), -act_digits_max(2));
   EXPECT_EQ(value(r, 2, 2, 1), 0);
+}
+
+// quantize_act_wide is 2 digits, or 3 where the 2-digit rounding's
+// act_digits_rel_error passes the bound: the same digits and scale as
+// quantize_act_digits, on vectors whose outliers put them either side.
+TEST(QuantizeActDigits, WideChoosesAsTheRelativeErrorSays) {
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  int took[4] = {0, 0, 0, 0};
+  for (float outlier : {0.0f, 5.0f, 20.0f, 60.0f, 400.0f}) {
+    std::vector<float> x(2560);
+    for (float& v : x) v = normal(rng);
+    x[100] = outlier;
+    const int64_t n = int64_t(x.size());
+    std::vector<int8_t> two(2 * x.size()), three(3 * x.size()), wide(3 * x.size(), 5);
+    const float s2 = quantize_act_digits(x.data(), n, 2, two.data(), n);
+    const float s3 = quantize_act_digits(x.data(), n, 3, three.data(), n);
+    const bool want3 = act_digits_rel_error(x.data(), n, 2, two.data(), n, s2) > 1e-4;
+    int d = 0;
+    const float s = quantize_act_wide(x.data(), n, 1e-4, wide.data(), n, &d);
+    ASSERT_EQ(d, want3 ? 3 : 2) << outlier;
+    EXPECT_EQ(s, want3 ? s3 : s2) << outlier;
+    const std::vector<int8_t>& ref = want3 ? three : two;
+    EXPECT_TRUE(std::equal(ref.begin(), ref.end(), wide.begin())) << outlier;
+    ++took[d];
+  }
+  EXPECT_GT(took[2], 0);
+  EXPECT_GT(took[3], 0);
+  std::vector<float> z(256, 0.0f);
+  std::vector<int8_t> q(3 * 256);
+  int d = 0;
+  EXPECT_TRUE(std::isfinite(quantize_act_wide(z.data(), 256, 1e-4, q.data(), 256, &d)));
+  EXPECT_EQ(d, 2);  // no error to speak of
 }
 
 // Each element is off by at most max|x| (1/2 + top 2^-24) / top (half a
