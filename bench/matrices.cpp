@@ -217,7 +217,8 @@ Rotation matrices(gguf::TensorType type, int64_t M, int64_t K, const KernelSet& 
   RawSet& r = g_raw;
   if (r.copies.empty() || r.type != type || r.M != M || r.K != K) make_original(r, type, M, K);
   Rotation rot;
-  if (prep == nullptr) {
+  // A set that reads this type in place prepares nothing for it.
+  if (prep == nullptr || set.prepared_bytes(view(r, 0, nullptr)) == 0) {
     rot.read_bytes = matrix_bytes(r);
     const size_t n = cold ? std::max(cold_count(rot.read_bytes), r.copies.size()) : 1;
     ensure_copies(r, n);

@@ -4,10 +4,6 @@
 // then place each code.
 #include "code_layout.h"
 
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
-
 #include <algorithm>
 #include <cstring>
 #include <new>
@@ -21,17 +17,7 @@
 namespace tern::kernels_detail {
 namespace {
 
-constexpr uint64_t kMagic = 0x31424b44504e5254ull;  // "TRNPDKB1"
 constexpr size_t kAlign = 64;
-
-// Leads the allocation; the codes follow at offset kAlign.
-struct Header {
-  uint64_t magic;
-  CodeLayout layout;
-  gguf::TensorType type;
-  int64_t rows, cols;
-};
-static_assert(sizeof(Header) <= kAlign, "header must fit before the aligned codes");
 
 // Five codes (code 0 most significant) as one TQ1_0-style byte.
 uint8_t base3_byte(const unsigned* codes) {
@@ -91,29 +77,7 @@ void place_tq2_linear(const uint8_t* qs, uint8_t* out) {
   }
 }
 
-struct AlignedFree {
-  size_t align;
-  void operator()(const void* p) const { ::operator delete(const_cast<void*>(p), std::align_val_t(align)); }
-};
-
 }  // namespace
-
-// A layout (of any set) of 2 MiB or more starts on a 2 MiB boundary and
-// asks for transparent huge pages: streamed from DRAM, the weights cross no
-// 4 KiB page boundary, where the hardware prefetchers stop and restart
-// (docs/PERFORMANCE.md: about 8% more bandwidth on one core). Advice only;
-// without THP the pages are ordinary ones.
-constexpr size_t kHugePage = size_t(1) << 21;
-
-std::shared_ptr<void> alloc_layout(size_t bytes) {
-  const size_t align = bytes >= kHugePage ? kHugePage : kAlign;
-  const size_t total = (bytes + align - 1) / align * align;
-  void* mem = ::operator new(total, std::align_val_t(align));
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-  if (align == kHugePage) madvise(mem, total, MADV_HUGEPAGE);
-#endif
-  return std::shared_ptr<void>(mem, AlignedFree{align});
-}
 
 int64_t code_row_bytes(CodeLayout layout, int64_t K) {
   return layout == CodeLayout::Base3x64 ? 64 * ((K + 319) / 320) : K / 4;
@@ -142,17 +106,15 @@ int64_t packed_codes_bytes(const TernaryMatrix& w, CodeLayout layout) {
 }
 
 std::shared_ptr<const void> pack_codes(const TernaryMatrix& w, CodeLayout layout) {
-  check_call(w, ActMode::Int8, 0, 0, w.rows);
+  if (layout != CodeLayout::Chunk64 && layout != CodeLayout::Linear && layout != CodeLayout::Base3x64)
+    throw Error(std::string("ternary kernel prepare: ") + layout_kind_name(layout) + " is not a code layout");
   if (layout == CodeLayout::Base3x64 && w.type != gguf::TensorType::TQ1_0)
     throw Error("ternary kernel prepare: the base-3 layout is for TQ1_0 weights only");
   const int64_t row_bytes = code_row_bytes(layout, w.cols), units = row_bytes / kUnitBytes;
   const int64_t groups = (w.rows + kRowGroup - 1) / kRowGroup;
   const size_t bytes = size_t(packed_codes_bytes(w, layout));
-  std::shared_ptr<void> owner = alloc_layout(kAlign + bytes);
-  void* mem = owner.get();
-  auto* h = static_cast<Header*>(mem);
-  *h = Header{kMagic, layout, w.type, w.rows, w.cols};
-  uint8_t* codes = static_cast<uint8_t*>(mem) + kAlign;
+  uint8_t* codes = nullptr;
+  std::shared_ptr<const void> owner = new_layout(w, layout, int64_t(bytes), &codes);
   std::memset(codes, 0, bytes);  // the padding rows of the last group
   std::vector<uint8_t> plain(size_t(kRowGroup * row_bytes));
   for (int64_t g = 0; g < groups; ++g) {
@@ -168,17 +130,6 @@ std::shared_ptr<const void> pack_codes(const TernaryMatrix& w, CodeLayout layout
 
 const uint8_t* packed_row(const uint8_t* codes, CodeLayout layout, int64_t K, int64_t r) {
   return codes + (r / kRowGroup) * kRowGroup * code_row_bytes(layout, K) + (r % kRowGroup) * kUnitBytes;
-}
-
-const uint8_t* packed_codes(const TernaryMatrix& w, CodeLayout* layout) {
-  if (w.packed == nullptr) return nullptr;
-  const auto* h = static_cast<const Header*>(w.packed);
-  if (h->magic != kMagic || h->type != w.type || h->rows != w.rows || h->cols != w.cols)
-    throw Error("ternary kernel call: matrix " + std::to_string(w.rows) + "x" +
-                std::to_string(w.cols) +
-                " was prepared by another kernel set or for another matrix");
-  *layout = h->layout;
-  return static_cast<const uint8_t*>(w.packed) + kAlign;
 }
 
 uint8_t* thread_scratch(int slot, size_t bytes) {

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "layout.h"
 #include "tern/kernels.h"
 
 namespace tern::kernels_detail {
@@ -24,50 +25,40 @@ constexpr int64_t kUnitBytes = 64;
 // Bytes from one unit of a row to its next in a pack_codes result.
 constexpr int64_t kPackedUnitStride = kRowGroup * kUnitBytes;
 
-enum class CodeLayout : uint32_t {
-  // 2 bits per weight. Per 256 columns one 64-byte chunk; byte i of chunk c
-  // holds column 256c + 64j + i in bits 2j..2j+1 (j = 0..3). One load, a
-  // shift and an and give 64 byte-codes lined up with 64 consecutive
-  // activations.
-  Chunk64 = 1,
-  // 2 bits per weight. Column k in bits 2(k % 32) of little-endian 64-bit
-  // word k / 32: the even bits of a word are the codes' low bits, the odd
-  // bits their high bits, which is what pext splits apart.
-  Linear = 2,
-  // 1.6 bits per weight, for TQ1_0: per 320 columns one 64-byte group; byte
-  // i of group g holds the codes of columns 320g + 64n + i (n = 0..4) as
-  // TQ1_0 does, base 3 with code 0 most significant, byte = ceil(v * 256 /
-  // 243), so code n = ((uint8_t)(byte * 3^n) * 3) >> 8. The last K % 320
-  // columns (0, 64, 128, 192 or 256 of them) fill one more group's first
-  // (K % 320) / 64 codes. Rows are 64 * ceil(K / 320) bytes: at most the
-  // TQ1_0 size (54 * K / 256) from K = 1280 on (1408 vs 1458 bytes at
-  // K = 6912); below that the one padded group makes rows up to 64 bytes
-  // longer, on matrices of a few kilobytes.
-  Base3x64 = 3,
-};
+// The three code layouts are LayoutKind values (layout.h):
+//  Chunk64: 2 bits per weight. Per 256 columns one 64-byte chunk; byte i of
+//    chunk c holds column 256c + 64j + i in bits 2j..2j+1 (j = 0..3). One
+//    load, a shift and an and give 64 byte-codes lined up with 64
+//    consecutive activations.
+//  Linear: 2 bits per weight. Column k in bits 2(k % 32) of little-endian
+//    64-bit word k / 32: the even bits of a word are the codes' low bits,
+//    the odd bits their high bits, which is what pext splits apart.
+//  Base3x64: 1.6 bits per weight, for TQ1_0: per 320 columns one 64-byte
+//    group; byte i of group g holds the codes of columns 320g + 64n + i
+//    (n = 0..4) as TQ1_0 does, base 3 with code 0 most significant, byte =
+//    ceil(v * 256 / 243), so code n = ((uint8_t)(byte * 3^n) * 3) >> 8. The
+//    last K % 320 columns (0, 64, 128, 192 or 256 of them) fill one more
+//    group's first (K % 320) / 64 codes. Rows are 64 * ceil(K / 320) bytes:
+//    at most the TQ1_0 size (54 * K / 256) from K = 1280 on (1408 vs 1458
+//    bytes at K = 6912); below that the one padded group makes rows up to
+//    64 bytes longer, on matrices of a few kilobytes.
+using CodeLayout = LayoutKind;
 
 // Bytes of one row of K columns in `layout`.
 int64_t code_row_bytes(CodeLayout layout, int64_t K);
 
-// Memory for any set's prepared layout (prepare() results): at least
-// 64-byte aligned, and from 2 MiB on 2 MiB aligned with transparent huge
-// pages requested, so DRAM streams cross no 4 KiB page boundary.
-std::shared_ptr<void> alloc_layout(size_t bytes);
-
 // Bytes of the codes pack_codes(w, layout) holds (rows padded to groups).
 int64_t packed_codes_bytes(const TernaryMatrix& w, CodeLayout layout);
 
-// Repacks all rows of w (validated with check_call) into `layout`; the
-// result is what KernelSet::prepare returns.
+// Repacks all rows of w (validated with check_call) into `layout`, one of
+// the three above; the result is what KernelSet::prepare returns.
 std::shared_ptr<const void> pack_codes(const TernaryMatrix& w, CodeLayout layout);
 
-// The codes w.packed holds, and their layout: nullptr when w.packed is null
-// (the caller then repacks rows on the fly with pack_code_rows); throws
-// tern::Error if w.packed is not a pack_codes result for a matrix of w's
-// type and shape.
-const uint8_t* packed_codes(const TernaryMatrix& w, CodeLayout* layout);
+// The codes of a pack_codes result are layout_body(w, layout) (layout.h):
+// nullptr when w.packed is null, and the caller then repacks rows on the fly
+// with pack_code_rows.
 
-// The first unit of row r of a pack_codes result (codes from packed_codes);
+// The first unit of row r of a pack_codes result (codes from layout_body);
 // its later units follow every kPackedUnitStride bytes.
 const uint8_t* packed_row(const uint8_t* codes, CodeLayout layout, int64_t K, int64_t r);
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "code_layout.h"
+#include "layout.h"
 #include "kernel_sets.h"
 #include "tern/error.h"
 #include "tern/quant.h"
@@ -17,12 +17,11 @@ int64_t tl1_prepared_bytes(const TernaryMatrix& w) {
 }
 
 std::shared_ptr<const void> tl1_prepare(const TernaryMatrix& w) {
-  check_call(w, ActMode::Int8, 0, 0, w.rows);
   const int64_t K = w.cols, M = w.rows, groups = (M + kTl1Group - 1) / kTl1Group;
   const int64_t gb = K * kTl1GroupColumnBytes, rb = ternary_row_bytes(w.type, K);
   const size_t bytes = size_t(std::max<int64_t>(1, groups * gb));
-  std::shared_ptr<const void> owner = alloc_layout(bytes);
-  auto* out = static_cast<uint8_t*>(const_cast<void*>(owner.get()));
+  uint8_t* out = nullptr;
+  std::shared_ptr<const void> owner = new_layout(w, LayoutKind::Tl1Pairs, int64_t(bytes), &out);
   std::memset(out, 0x44, bytes);  // index 4 = (0, 0) in both nibbles: padding rows add nothing
   std::vector<int8_t> t(static_cast<size_t>(K));
   for (int64_t r = 0; r < M; ++r) {
@@ -43,7 +42,5 @@ std::shared_ptr<const void> tl1_prepare(const TernaryMatrix& w) {
   }
   return owner;
 }
-
-void tl1_unprepared() { throw Error("avx2-tl1: matrix was not prepared by this kernel set"); }
 
 }  // namespace tern::kernels_detail

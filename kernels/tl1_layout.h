@@ -26,7 +26,5 @@ constexpr int64_t kTl1GroupColumnBytes = 4;  // a group's bytes per column: 16 r
 // Throws tern::Error if w is malformed or holds TQ2_0 code 3 (no trit).
 std::shared_ptr<const void> tl1_prepare(const TernaryMatrix& w);
 int64_t tl1_prepared_bytes(const TernaryMatrix& w);
-// The error for a matrix whose `packed` is not from tl1_prepare.
-[[noreturn]] void tl1_unprepared();
 
 }  // namespace tern::kernels_detail

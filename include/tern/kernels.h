@@ -26,7 +26,7 @@ struct TernaryMatrix {
   const uint8_t* data = nullptr;   // rows * row_bytes, GGUF block layout; may be null
                                    // once prepare() has made `packed`
   const float* row_scale = nullptr;  // [rows]
-  const void* packed = nullptr;    // kernel-private layout made by prepare()
+  const void* packed = nullptr;    // kernel-private layout made by prepare(), or null
 };
 
 struct CpuFeatures {
@@ -80,9 +80,13 @@ int64_t dense_row_bytes(gguf::TensorType type, int64_t K);
 int64_t dense_stride(const DenseMatrix& m);
 
 // Builds a kernel's private weight layout once, at load; the result is
-// stored in TernaryMatrix::packed and must outlive every call on w.
+// stored in TernaryMatrix::packed and must outlive every call on w. Null
+// for a matrix the set reads in place (avx2: TQ2_0), whose stored bytes
+// must then stay. Every layout begins with one header naming its
+// arrangement, type and shape, which the kernels check (kernels/layout.h).
 using Prepare = std::shared_ptr<const void> (*)(const TernaryMatrix& w);
-// Bytes of the layout prepare() builds for w: what one GEMV over it reads.
+// Bytes of the layout prepare() builds for w: what one GEMV over it reads;
+// 0 when prepare() returns null for w.
 using PreparedBytes = int64_t (*)(const TernaryMatrix& w);
 
 // A Fairy2i linear (include/tern/phase.h, docs/FAIRY2I.md): `rows` complex
@@ -120,7 +124,7 @@ struct KernelSet {
   GemmF32 gemm_f32;
   GemmI8 gemm_i8;
   DenseGemm dense_gemm;  // every set has it
-  Prepare prepare = nullptr;  // null: the kernel reads the GGUF layout directly
+  Prepare prepare = nullptr;  // null: the kernel reads the GGUF layout of every matrix directly
   PreparedBytes prepared_bytes = nullptr;  // set exactly when prepare is
   PhaseGemm phase_gemm = nullptr;  // Fairy2i linears; null: the set has no path for them
   QuantizeI8 quantize_i8 = &quantize_act_i8;  // every set has it

@@ -42,16 +42,6 @@ namespace {
 
 constexpr int64_t kGroup = 16;  // rows per lookup
 
-// What prepare() returns: this header, then the indices at offset kHeader.
-struct Layout {
-  uint32_t magic;
-  uint32_t type;
-  int64_t rows, cols;
-};
-constexpr uint32_t kMagic = 0x314c5454;  // "TTL1"
-constexpr size_t kHeader = 64;           // keeps the indices 64-byte aligned
-static_assert(sizeof(Layout) <= kHeader);
-
 int64_t groups_of(int64_t rows) { return (rows + kGroup - 1) / kGroup; }
 bool is_tq1(const TernaryMatrix& w) { return w.type == gguf::TensorType::TQ1_0; }
 // Bytes of one 16-row group: 16 rows x K/2 pairs x 4 bits, or the triple sets.
@@ -88,30 +78,14 @@ void pack_groups(const TernaryMatrix& w, int64_t g0, int64_t g1, uint8_t* out) {
 }
 
 std::shared_ptr<const void> prepare(const TernaryMatrix& w) {
-  check_call(w, ActMode::Int8, 0, 0, w.rows);
-  const size_t bytes = kHeader + size_t(groups_of(w.rows) * group_bytes(w));
-  std::shared_ptr<void> owner = alloc_layout(bytes);
-  auto* raw = static_cast<uint8_t*>(owner.get());
-  const Layout head{kMagic, uint32_t(w.type), w.rows, w.cols};
-  std::memcpy(raw, &head, sizeof head);
-  pack_groups(w, 0, groups_of(w.rows), raw + kHeader);
+  uint8_t* body = nullptr;
+  std::shared_ptr<const void> owner =
+      new_layout(w, LayoutKind::NeonTbl, groups_of(w.rows) * group_bytes(w), &body);
+  pack_groups(w, 0, groups_of(w.rows), body);
   return owner;
 }
 
 int64_t prepared_bytes(const TernaryMatrix& w) { return groups_of(w.rows) * group_bytes(w); }
-
-// The indices w.packed holds, or nullptr if w was not prepared.
-const uint8_t* packed_indices(const TernaryMatrix& w) {
-  if (w.packed == nullptr) return nullptr;
-  Layout head;
-  std::memcpy(&head, w.packed, sizeof head);
-  if (head.magic != kMagic || head.type != uint32_t(w.type) || head.rows != w.rows ||
-      head.cols != w.cols)
-    throw Error("neon-tbl: weight layout was prepared for another matrix or kernel (" +
-                std::to_string(head.rows) + "x" + std::to_string(head.cols) + ", this one is " +
-                std::to_string(w.rows) + "x" + std::to_string(w.cols) + ")");
-  return static_cast<const uint8_t*>(w.packed) + kHeader;
-}
 
 // Vectors per pass over the weights: a GEMM reads each 16-row group once
 // per kChunk vectors, whose tables (16 or 21.3 bytes per column each, e.g.
@@ -129,7 +103,7 @@ void for_groups(const TernaryMatrix& w, int64_t n, int64_t r0, int64_t r1, Chunk
   if (n == 0 || r0 == r1) return;
   const int64_t gb = group_bytes(w);
   const int64_t g0 = r0 / kGroup, g1 = groups_of(r1);
-  const uint8_t* idx = packed_indices(w);
+  const uint8_t* idx = layout_body(w, LayoutKind::NeonTbl);
   int64_t first = 0;  // idx holds groups [first, ...)
   std::vector<uint8_t> own;
   if (idx == nullptr) {

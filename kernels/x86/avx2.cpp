@@ -1,4 +1,5 @@
-// AVX2 int8 kernels: weights are read in place (TQ2_0 and TQ1_0, no repack),
+// AVX2 int8 kernels: TQ2_0 weights are read in place, TQ1_0 weights as the
+// TQ2_0 codes prepare() converted them to at load (avx2_layout.h), both
 // decoded to byte codes t + 1 in 0..2 (avx2_common.h), and multiplied with
 // vpmaddubsw (unsigned codes x signed activations -> int16 pair sums),
 // widened per block with vpmaddwd against ones. Float activations take the
@@ -11,6 +12,7 @@
 #include "avx2_common.h"
 #include "avx2_dense.h"
 #include "avx2_float.h"
+#include "avx2_layout.h"
 #include "avx2_phase.h"
 #include "avx2_quant.h"
 
@@ -49,9 +51,26 @@ bool available(const CpuFeatures& f) { return f.avx2 && f.fma && f.f16c && f.os_
 
 }  // namespace
 
+// Element 32i + m of a block is byte m of code vector i, and TQ2_0 keeps
+// element 128h + 32n + m in bits 2n of byte m of half h, so half h is
+// vectors 4h .. 4h + 3 shifted into place (codes are at most 2, so the
+// 16-bit shifts move no bit across a byte).
+void tq1_blocks_to_tq2_codes(const uint8_t* blocks, int64_t n, uint8_t* out) {
+  for (int64_t b = 0; b < n; ++b) {
+    __m256i c[8];
+    decode_tq1(blocks + b * kTq1Block, c);
+    for (int h = 0; h < 2; ++h) {
+      const __m256i lo = _mm256_or_si256(c[4 * h], _mm256_slli_epi16(c[4 * h + 1], 2));
+      const __m256i hi = _mm256_or_si256(_mm256_slli_epi16(c[4 * h + 2], 4), _mm256_slli_epi16(c[4 * h + 3], 6));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + b * (QK / 4) + 32 * h), _mm256_or_si256(lo, hi));
+    }
+  }
+}
+
 const KernelSet& avx2_kernels() {
   static const KernelSet set{"avx2", &available, &gemm_f32_avx2, &gemm_i8,
-                             &dense_gemm_x86, nullptr, nullptr, &phase_gemm_avx2, &quantize_i8_avx2};
+                             &dense_gemm_x86, &avx2_prepare, &avx2_prepared_bytes, &phase_gemm_avx2,
+                             &quantize_i8_avx2};
   return set;
 }
 

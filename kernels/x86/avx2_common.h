@@ -1,6 +1,6 @@
 // What the AVX2 int8 kernel sets (avx2, avx2-vnni) share: decoding one
-// 256-weight block of TQ2_0 or TQ1_0, read in place from the GGUF layout,
-// into eight vectors of byte codes (t + 1 in 0..2) lined up with 32
+// 256-weight block of TQ2_0 or TQ1_0, read in place from the GGUF layout
+// (or TQ1_0 converted at load to TQ2_0's codes, avx2_layout.h), into eight vectors of byte codes (t + 1 in 0..2) lined up with 32
 // consecutive activation bytes each, and the row/vector loops around it.
 //
 // Everything here is in an anonymous namespace: each includer is compiled
@@ -17,6 +17,7 @@
 #include <cstring>
 
 #include "../kernel_sets.h"
+#include "../layout.h"
 #include "prefetch.h"
 #include "tern/quant.h"
 
@@ -89,6 +90,20 @@ inline void decode_tq1(const uint8_t* blk, __m256i c[8]) {
   c[7] = tq1_code(_mm256_inserti128_si256(m4, h, 1));
 }
 
+// Where a kernel reads w's codes: the Tq2Blocks layout prepare() made of
+// TQ1_0 rows (avx2_layout.h), else the GGUF blocks in place. Rows are
+// nb * block_bytes apart.
+struct Source {
+  const uint8_t* base;
+  int64_t block_bytes;
+  bool tq1;  // base-3 blocks, decoded with decode_tq1
+};
+inline Source source_of(const TernaryMatrix& w) {
+  if (const uint8_t* body = layout_body(w, LayoutKind::Tq2Blocks)) return {body, QK / 4, false};
+  const bool tq1 = w.type == gguf::TensorType::TQ1_0;
+  return {w.data, tq1 ? kTq1Block : kTq2Block, tq1};
+}
+
 inline int32_t hsum_epi32(__m256i v) {
   __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
   s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
@@ -111,15 +126,15 @@ inline int32_t sum_q(const int8_t* q, int64_t K) {
 // All int32 arithmetic wraps, so sum((t+1)q) - sum(q) is exact whenever the
 // true sum fits int32 (|sum| <= 128 K), even if the first term alone would not.
 template <class Dot, int NV, bool kTq1>
-void rows_i8(const TernaryMatrix& w, const int8_t* const* q, const int32_t* qsum, int32_t* const* out,
-             int64_t r0, int64_t r1) {
-  const int64_t nb = w.cols / QK, bb = kTq1 ? kTq1Block : kTq2Block, rb = nb * bb;
+void rows_i8(const TernaryMatrix& w, const Source& src, const int8_t* const* q, const int32_t* qsum,
+             int32_t* const* out, int64_t r0, int64_t r1) {
+  const int64_t nb = w.cols / QK, bb = src.block_bytes, rb = nb * bb;
   int64_t r = r0;
   if constexpr (NV == 1 && !kTq1) {
     // One vector: two TQ2_0 rows at a time share each activation load
     // (measured ~5% in L2; TQ1_0 is bound by its decode and gains nothing).
     for (; r + 1 < r1; r += 2) {
-      const uint8_t* ra = w.data + r * rb;
+      const uint8_t* ra = src.base + r * rb;
       typename Dot::template Acc<2, kTq1> acc;
       for (int64_t b = 0; b < nb; ++b) {
         __m256i c[8];
@@ -136,7 +151,7 @@ void rows_i8(const TernaryMatrix& w, const int8_t* const* q, const int32_t* qsum
     }
   }
   for (; r < r1; ++r) {
-    const uint8_t* row = w.data + r * rb;
+    const uint8_t* row = src.base + r * rb;
     typename Dot::template Acc<NV, kTq1> acc;
     for (int64_t b = 0; b < nb; ++b) {
       __m256i c[8];
@@ -152,12 +167,12 @@ void rows_i8(const TernaryMatrix& w, const int8_t* const* q, const int32_t* qsum
 }
 
 template <class Dot, int NV>
-void rows_i8_any(const TernaryMatrix& w, const int8_t* const* q, const int32_t* qsum, int32_t* const* out,
-                 int64_t r0, int64_t r1) {
-  if (w.type == gguf::TensorType::TQ1_0)
-    rows_i8<Dot, NV, true>(w, q, qsum, out, r0, r1);
+void rows_i8_any(const TernaryMatrix& w, const Source& src, const int8_t* const* q, const int32_t* qsum,
+                 int32_t* const* out, int64_t r0, int64_t r1) {
+  if (src.tq1)
+    rows_i8<Dot, NV, true>(w, src, q, qsum, out, r0, r1);
   else
-    rows_i8<Dot, NV, false>(w, q, qsum, out, r0, r1);
+    rows_i8<Dot, NV, false>(w, src, q, qsum, out, r0, r1);
 }
 
 // Vectors go four at a time, so each decoded block serves up to four.
@@ -165,6 +180,7 @@ template <class Dot>
 void gemm_i8_driver(const TernaryMatrix& w, const int8_t* q, int64_t n, int32_t* sums, int64_t r0,
                     int64_t r1) {
   check_call(w, ActMode::Int8, n, r0, r1);
+  const Source src = source_of(w);
   const int64_t K = w.cols, M = w.rows;
   for (int64_t i0 = 0; i0 < n; i0 += 4) {
     const int nv = n - i0 < 4 ? int(n - i0) : 4;
@@ -177,10 +193,10 @@ void gemm_i8_driver(const TernaryMatrix& w, const int8_t* q, int64_t n, int32_t*
       out[v] = sums + (i0 + v) * M;
     }
     switch (nv) {
-      case 1: rows_i8_any<Dot, 1>(w, qv, qsum, out, r0, r1); break;
-      case 2: rows_i8_any<Dot, 2>(w, qv, qsum, out, r0, r1); break;
-      case 3: rows_i8_any<Dot, 3>(w, qv, qsum, out, r0, r1); break;
-      default: rows_i8_any<Dot, 4>(w, qv, qsum, out, r0, r1); break;
+      case 1: rows_i8_any<Dot, 1>(w, src, qv, qsum, out, r0, r1); break;
+      case 2: rows_i8_any<Dot, 2>(w, src, qv, qsum, out, r0, r1); break;
+      case 3: rows_i8_any<Dot, 3>(w, src, qv, qsum, out, r0, r1); break;
+      default: rows_i8_any<Dot, 4>(w, src, qv, qsum, out, r0, r1); break;
     }
   }
 }

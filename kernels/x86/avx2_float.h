@@ -95,11 +95,12 @@ inline float hsum_ps(__m256 v) {
 }
 
 template <bool kTq1>
-void rows_f32(const TernaryMatrix& w, const float* x, int64_t nv, float* y, int64_t r0, int64_t r1) {
-  const int64_t K = w.cols, M = w.rows, nb = K / QK, bb = kTq1 ? kTq1Block : kTq2Block, rb = nb * bb;
+void rows_f32(const TernaryMatrix& w, const Source& src, const float* x, int64_t nv, float* y, int64_t r0,
+              int64_t r1) {
+  const int64_t K = w.cols, M = w.rows, nb = K / QK, bb = src.block_bytes, rb = nb * bb;
   alignas(32) float t[QK];
   for (int64_t r = r0; r < r1; ++r) {
-    const uint8_t* row = w.data + r * rb;
+    const uint8_t* row = src.base + r * rb;
     __m256 total[4];
     for (auto& s : total) s = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
@@ -121,13 +122,14 @@ void rows_f32(const TernaryMatrix& w, const float* x, int64_t nv, float* y, int6
 
 void gemm_f32_avx2(const TernaryMatrix& w, const float* x, int64_t n, float* y, int64_t r0, int64_t r1) {
   check_call(w, ActMode::Float, n, r0, r1);
+  const Source src = source_of(w);
   const int64_t K = w.cols, M = w.rows;
   for (int64_t i0 = 0; i0 < n; i0 += 4) {
     const int64_t nv = n - i0 < 4 ? n - i0 : 4;
-    if (w.type == gguf::TensorType::TQ1_0)
-      rows_f32<true>(w, x + i0 * K, nv, y + i0 * M, r0, r1);
+    if (src.tq1)
+      rows_f32<true>(w, src, x + i0 * K, nv, y + i0 * M, r0, r1);
     else
-      rows_f32<false>(w, x + i0 * K, nv, y + i0 * M, r0, r1);
+      rows_f32<false>(w, src, x + i0 * K, nv, y + i0 * M, r0, r1);
   }
 }
 

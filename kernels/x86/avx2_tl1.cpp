@@ -24,6 +24,7 @@
 #include <cstdint>
 
 #include "../kernel_sets.h"
+#include "../layout.h"
 #include "../tl1_layout.h"
 #include "avx2_dense.h"
 #include "avx2_quant.h"
@@ -102,8 +103,8 @@ void tile_rows(const uint8_t* layout, int64_t K, const uint8_t* tab, int64_t k0,
 void gemm_i8(const TernaryMatrix& w, const int8_t* q, int64_t n, int32_t* sums, int64_t r0,
              int64_t r1) {
   check_call(w, ActMode::Int8, n, r0, r1);
-  if (w.packed == nullptr) tl1_unprepared();
-  const auto* layout = static_cast<const uint8_t*>(w.packed);
+  const uint8_t* layout = layout_body(w, LayoutKind::Tl1Pairs);
+  if (layout == nullptr) throw_kernel_error("avx2-tl1: matrix was not prepared by this kernel set");
   const int64_t K = w.cols, M = w.rows;
   alignas(64) uint8_t tab[kTileK / 4 * kCoupleBytes];
   for (int64_t i = 0; i < n && r0 < r1; ++i)

@@ -1,6 +1,7 @@
 // AVX-VNNI int8 kernels (256-bit vpdpbusd, the VEX encoding found on Alder
 // Lake and Zen 5 without needing AVX-512): the same in-place TQ2_0/TQ1_0
-// decode as the avx2 set (avx2_common.h), but each code vector meets its 32
+// decode as the avx2 set (avx2_common.h, TQ1_0 converted at load as
+// avx2_layout.h says), but each code vector meets its 32
 // activations in one instruction that multiplies unsigned codes by signed
 // activations and adds groups of four products straight into int32. Float
 // activations take the same AVX2 + FMA path as the avx2 set (avx2_float.h).
@@ -10,6 +11,7 @@
 #include "avx2_common.h"
 #include "avx2_dense.h"
 #include "avx2_float.h"
+#include "avx2_layout.h"
 #include "avx2_phase.h"
 #include "avx2_quant.h"
 
@@ -56,7 +58,8 @@ bool available(const CpuFeatures& f) { return f.avx2 && f.fma && f.f16c && f.avx
 
 const KernelSet& avx2_vnni_kernels() {
   static const KernelSet set{"avx2-vnni", &available, &gemm_f32_avx2, &gemm_i8,
-                             &dense_gemm_x86, nullptr, nullptr, &phase_gemm_avx2, &quantize_i8_avx2};
+                             &dense_gemm_x86, &avx2_prepare, &avx2_prepared_bytes, &phase_gemm_avx2,
+                             &quantize_i8_avx2};
   return set;
 }
 

@@ -85,10 +85,8 @@ constexpr int64_t kExactCols = 131072;  // 128 * kExactCols = 2^24
 template <class Each>
 void for_row_groups(const TernaryMatrix& w, int64_t r0, int64_t r1, Each&& each) {
   const int64_t row_bytes = code_row_bytes(CodeLayout::Linear, w.cols);
-  CodeLayout layout = CodeLayout::Linear;
-  const uint8_t* packed = packed_codes(w, &layout);
-  if (layout != CodeLayout::Linear)
-    throw_kernel_error("ternary kernel call: avx512-pext needs weights prepared by avx512-pext");
+  const CodeLayout layout = CodeLayout::Linear;
+  const uint8_t* packed = layout_body(w, layout);
   uint8_t* scratch = packed ? nullptr : thread_scratch(0, size_t(kRowGroup * row_bytes));
   const int64_t stride = packed ? kPackedUnitStride : kUnitBytes;
   for (int64_t r = r0, next; r < r1; r = next) {

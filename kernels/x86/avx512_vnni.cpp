@@ -196,10 +196,8 @@ void gemm_i8(const TernaryMatrix& w, const int8_t* q, int64_t n, int32_t* sums, 
   check_call(w, ActMode::Int8, n, r0, r1);
   if (n == 0 || r0 == r1) return;
   const int64_t K = w.cols, M = w.rows;
-  CodeLayout layout = default_layout(w);
-  const uint8_t* packed = packed_codes(w, &layout);
-  if (layout != CodeLayout::Chunk64 && layout != CodeLayout::Base3x64)
-    throw_kernel_error("ternary kernel call: avx512-vnni needs weights prepared by avx512-vnni");
+  const CodeLayout layout = default_layout(w);
+  const uint8_t* packed = layout_body(w, layout);
   const auto& dot = layout == CodeLayout::Base3x64 ? kBase3 : kChunk64;
   const int64_t row_bytes = code_row_bytes(layout, K);
   // Decode (n = 1) and short batches need no heap allocation per call.

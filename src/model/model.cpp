@@ -311,6 +311,7 @@ void Model::load_layer(int l) {
     // Otherwise both copies would stay resident.
     lin->packed = lin->kernels->prepare(lin->w);
     lin->w.packed = lin->packed.get();
+    if (!lin->packed) continue;  // read in place
     if (lin->converted.empty()) {
       f.release(*f.find_tensor(p + name + ".weight"));
     } else {

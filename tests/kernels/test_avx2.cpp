@@ -6,6 +6,7 @@
 
 #include <bit>
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -160,7 +161,7 @@ TEST_P(Avx2Sets, Tq2CodeThreeMatchesScalarOrIsRefused) {
   Matrix m = make_matrix(scalar_kernels(), TensorType::TQ2_0, M, K, Rows::Random, 9);
   m.data[size_t(2 * ternary_row_bytes(TensorType::TQ2_0, K) + 70)] |= 0xC0;  // row 2, block 1
   ASSERT_GE(find_invalid_tq2_code(&m.data[size_t(2 * ternary_row_bytes(TensorType::TQ2_0, K))], K), 0);
-  if (ks_->prepare) {
+  if (ks_->prepare && ks_->prepared_bytes(m.w) > 0) {
     EXPECT_THROW(ks_->prepare(m.w), Error);
     return;
   }
@@ -170,11 +171,47 @@ TEST_P(Avx2Sets, Tq2CodeThreeMatchesScalarOrIsRefused) {
 }
 
 TEST_P(Avx2Sets, UnpreparedMatrixIsAnError) {
-  if (ks_->prepare == nullptr) GTEST_SKIP() << GetParam() << " reads the GGUF layout directly";
   const Matrix m = make_matrix(scalar_kernels(), TensorType::TQ2_0, 4, 256, Rows::Random, 3);
+  if (ks_->prepare == nullptr || ks_->prepared_bytes(m.w) == 0)
+    GTEST_SKIP() << GetParam() << " reads TQ2_0 in place";
   const auto q = acts(256, Acts::Random, 4);
   std::vector<int32_t> s(4);
   EXPECT_THROW(ks_->gemm_i8(m.w, q.data(), 1, s.data(), 0, 4), Error);
+}
+
+// A set that converts TQ1_0 at load (avx2, avx2-vnni) still reads it in
+// place for a caller that never prepared it, with the same results; and
+// the conversion holds exactly the codes TQ2_0 would store.
+TEST_P(Avx2Sets, Tq1ConvertedOrInPlaceMatchScalar) {
+  const Matrix probe = make_matrix(TensorType::TQ1_0, 1, 256, Rows::Mixed, 1);
+  if (ks_->prepare == nullptr || ks_->prepared_bytes(probe.w) == 0 || ks_->gemm_f32 == nullptr)
+    GTEST_SKIP() << GetParam() << " does not convert TQ1_0";
+  for (int64_t M : {1, 7, 33})
+    for (int64_t K : {256, 1280, 6912}) {
+      const uint32_t seed = uint32_t(M * 7 + K);
+      const Matrix raw = make_matrix(TensorType::TQ1_0, M, K, Rows::Mixed, seed);
+      const Matrix conv = make_matrix(*ks_, TensorType::TQ1_0, M, K, Rows::Mixed, seed);
+      ASSERT_NE(conv.w.packed, nullptr);
+      EXPECT_EQ(ks_->prepared_bytes(raw.w), M * K / 4);
+      const auto q = acts(3 * K, Acts::Random, seed);
+      const auto x = random_floats(3 * K, seed);
+      for (const Matrix* m : {&raw, &conv}) {
+        const std::string what = describe(TensorType::TQ1_0, M, K, 0, M, 3) + (m == &raw ? " in place" : " converted");
+        check_int8(*ks_, *m, q, 3, 0, M, what);
+        check_float(*ks_, *m, x, 3, 0, M, what);
+      }
+      // The converted codes are TQ2_0's: same trits, packed as TQ2_0 rows.
+      std::vector<int8_t> t(static_cast<size_t>(K));
+      std::vector<uint8_t> tq2(size_t(ternary_row_bytes(TensorType::TQ2_0, K)));
+      const auto* body = static_cast<const uint8_t*>(conv.w.packed) + 64;
+      for (int64_t r = 0; r < M; ++r) {
+        unpack_ternary_row(TensorType::TQ1_0, raw.w.data + r * ternary_row_bytes(TensorType::TQ1_0, K), K, t.data());
+        pack_ternary_row(TensorType::TQ2_0, t.data(), K, 0, tq2.data());
+        for (int64_t b = 0; b < K / 256; ++b)
+          ASSERT_EQ(std::memcmp(body + (r * K / 256 + b) * 64, tq2.data() + b * sizeof(BlockTQ2), 64), 0)
+              << "row " << r << " block " << b << " K " << K;
+      }
+    }
 }
 
 TEST_P(Avx2Sets, BadCallsAreErrors) {

@@ -227,16 +227,22 @@ TEST(Avx512, DefaultSelection) {
   EXPECT_STREQ(select_kernels("auto", ActMode::Float).name, "avx512-pext");
 }
 
-// prepare() keeps TQ1_0 in base 3, but the kernel follows the layout the
-// packed header names, so TQ1_0 repacked to 2 bits (the TQ2_0 layout, for
-// comparing the two at run time) must give the same sums.
-TEST(Avx512, Tq1AsTwoBitCodes) {
+// avx512-vnni reads TQ1_0 in base 3 only: a TQ1_0 matrix repacked to 2-bit
+// codes is another arrangement, refused with both named (layout.h).
+TEST(Avx512, Tq1InTwoBitCodesIsRefused) {
   REQUIRE_SET(vnni, "avx512-vnni");
-  for (int64_t K : {256, 2560, 6912}) {
-    Matrix m = make_matrix(TensorType::TQ1_0, 33, K, Rows::Mixed, uint32_t(K));
-    m.packed = kernels_detail::pack_codes(m.w, kernels_detail::CodeLayout::Chunk64);
-    m.w.packed = m.packed.get();
-    check_gemm(*vnni, m, 3, 1, 30, 17, "TQ1_0 as Chunk64 K " + std::to_string(K));
+  Matrix m = make_matrix(TensorType::TQ1_0, 33, 256, Rows::Mixed, 3);
+  m.packed = kernels_detail::pack_codes(m.w, kernels_detail::CodeLayout::Chunk64);
+  m.w.packed = m.packed.get();
+  std::vector<int32_t> out(33);
+  const auto q = random_int8(256, 4);
+  try {
+    vnni->gemm_i8(m.w, q.data(), 1, out.data(), 0, 33);
+    ADD_FAILURE() << "a chunk64 layout was read as base 3";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("holds a chunk64 layout for 33x256 TQ1_0; this kernel reads base3x64"),
+              std::string::npos)
+        << e.what();
   }
   // Base 3 has no room for TQ2_0's code 3, so it is refused for TQ2_0.
   const Matrix t2 = make_matrix(TensorType::TQ2_0, 2, 256, Rows::Mixed, 1);

@@ -1,0 +1,99 @@
+// The prepared-layout header and its checks (layout.h).
+#include "layout.h"
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
+#include <cstring>
+#include <new>
+#include <string>
+
+#include "kernel_sets.h"
+#include "tern/error.h"
+
+namespace tern::kernels_detail {
+namespace {
+
+constexpr uint64_t kMagic = 0x32594c504e5254ull;  // "TRNPLY2"
+
+struct Header {
+  uint64_t magic;
+  LayoutKind kind;
+  gguf::TensorType type;
+  int64_t rows, cols;
+};
+static_assert(sizeof(Header) <= kLayoutHeaderBytes, "the header must fit before the aligned body");
+
+constexpr size_t kAlign = 64;
+// A layout of 2 MiB or more starts on a 2 MiB boundary and asks for
+// transparent huge pages: streamed from DRAM, the weights cross no 4 KiB
+// page boundary, where the hardware prefetchers stop and restart
+// (docs/PERFORMANCE.md: about 8% more bandwidth on one core). Advice only;
+// without THP the pages are ordinary ones.
+constexpr size_t kHugePage = size_t(1) << 21;
+
+struct AlignedFree {
+  size_t align;
+  void operator()(const void* p) const { ::operator delete(const_cast<void*>(p), std::align_val_t(align)); }
+};
+
+std::string type_name(gguf::TensorType t) {
+  return gguf::known_type(uint32_t(t)) ? gguf::traits(t).name : "type " + std::to_string(uint32_t(t));
+}
+
+std::string describe(LayoutKind kind, gguf::TensorType type, int64_t rows, int64_t cols) {
+  return std::string(layout_kind_name(kind)) + " layout for " + std::to_string(rows) + "x" +
+         std::to_string(cols) + " " + type_name(type);
+}
+
+}  // namespace
+
+const char* layout_kind_name(LayoutKind kind) {
+  switch (kind) {
+    case LayoutKind::Chunk64: return "chunk64";
+    case LayoutKind::Linear: return "linear";
+    case LayoutKind::Base3x64: return "base3x64";
+    case LayoutKind::Tl1Pairs: return "tl1-pairs";
+    case LayoutKind::NeonTbl: return "neon-tbl";
+    case LayoutKind::Tq2Blocks: return "tq2-blocks";
+  }
+  return "unknown";
+}
+
+std::shared_ptr<void> alloc_layout(size_t bytes) {
+  const size_t align = bytes >= kHugePage ? kHugePage : kAlign;
+  const size_t total = (bytes + align - 1) / align * align;
+  void* mem = ::operator new(total, std::align_val_t(align));
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  if (align == kHugePage) madvise(mem, total, MADV_HUGEPAGE);
+#endif
+  return std::shared_ptr<void>(mem, AlignedFree{align});
+}
+
+std::shared_ptr<const void> new_layout(const TernaryMatrix& w, LayoutKind kind, int64_t body_bytes,
+                                       uint8_t** body) {
+  check_call(w, ActMode::Int8, 0, 0, w.rows);
+  if (body_bytes < 0) throw Error("ternary kernel prepare: negative layout size");
+  std::shared_ptr<void> owner = alloc_layout(size_t(kLayoutHeaderBytes + body_bytes));
+  const Header h{kMagic, kind, w.type, w.rows, w.cols};
+  std::memcpy(owner.get(), &h, sizeof h);
+  *body = static_cast<uint8_t*>(owner.get()) + kLayoutHeaderBytes;
+  return owner;
+}
+
+const uint8_t* layout_body(const TernaryMatrix& w, LayoutKind kind) {
+  if (w.packed == nullptr) return nullptr;
+  Header h;
+  std::memcpy(&h, w.packed, sizeof h);
+  if (h.magic != kMagic)
+    throw Error("ternary kernel call: matrix " + std::to_string(w.rows) + "x" + std::to_string(w.cols) +
+                " holds no prepared layout (this kernel reads " + layout_kind_name(kind) + ")");
+  if (h.kind != kind || h.type != w.type || h.rows != w.rows || h.cols != w.cols)
+    throw Error("ternary kernel call: matrix " + std::to_string(w.rows) + "x" + std::to_string(w.cols) +
+                " " + type_name(w.type) + " holds a " + describe(h.kind, h.type, h.rows, h.cols) +
+                "; this kernel reads " + describe(kind, w.type, w.rows, w.cols));
+  return static_cast<const uint8_t*>(w.packed) + kLayoutHeaderBytes;
+}
+
+}  // namespace tern::kernels_detail
