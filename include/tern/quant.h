@@ -126,6 +126,13 @@ void unpack_ternary_row(gguf::TensorType t, const uint8_t* in, int64_t K, int8_t
 // The fp16 block scales of a row, in order (K / QK of them).
 void row_block_scales(gguf::TensorType t, const uint8_t* in, int64_t K, uint16_t* d);
 bool is_ternary_type(gguf::TensorType t);
+// The ternary formats, for code that decodes them. Such code branches with
+// a switch over this enum and no default, and the build makes a missing
+// case an error (-Werror=switch), so a format added here cannot be decoded
+// as another by falling through an if/else on the tensor type.
+enum class Ternary { TQ1, TQ2 };
+// The format of a ternary tensor type; throws tern::Error for any other.
+Ternary ternary_format(gguf::TensorType t);
 // Bytes of one row of K elements (66 or 54 per block); throws tern::Error if
 // t is not TQ1_0/TQ2_0 or K is not a positive multiple of QK.
 int64_t ternary_row_bytes(gguf::TensorType t, int64_t K);

@@ -89,15 +89,19 @@ namespace {
 }
 
 // The trits (-1, 0, +1; +2 for a TQ2_0 code 3) of half h of block b of a row.
-[[gnu::always_inline]] inline void half_trits(gguf::TensorType type, const uint8_t* row, int64_t b,
-                                              int h, int8x16_t t[8]) {
-  if (type == gguf::TensorType::TQ2_0) {
-    tq2_codes(reinterpret_cast<const BlockTQ2*>(row) + b, h, t);
-    for (int i = 0; i < 8; ++i) t[i] = vsubq_s8(t[i], vdupq_n_s8(1));
-  } else {
-    tq1_neg_codes(reinterpret_cast<const BlockTQ1*>(row) + b, h, t);
-    for (int i = 0; i < 8; ++i) t[i] = vmvnq_s8(t[i]);  // ~(-c) = c - 1
+[[gnu::always_inline]] inline void half_trits(Ternary format, const uint8_t* row, int64_t b, int h,
+                                              int8x16_t t[8]) {
+  switch (format) {
+    case Ternary::TQ2:
+      tq2_codes(reinterpret_cast<const BlockTQ2*>(row) + b, h, t);
+      for (int i = 0; i < 8; ++i) t[i] = vsubq_s8(t[i], vdupq_n_s8(1));
+      return;
+    case Ternary::TQ1:
+      tq1_neg_codes(reinterpret_cast<const BlockTQ1*>(row) + b, h, t);
+      for (int i = 0; i < 8; ++i) t[i] = vmvnq_s8(t[i]);  // ~(-c) = c - 1
+      return;
   }
+  __builtin_unreachable();  // format comes from ternary_format
 }
 
 // Trits as four float vectors.
@@ -123,13 +127,13 @@ inline int32_t sum_int8(const int8_t* q, int64_t K) {
 // vector takes the trits straight from the decoder; several share a row
 // decoded once to floats. Both paths do the same FMAs in the same order, so
 // a vector gets the same bits alone as in a batch.
-float row_dot_f32(gguf::TensorType type, const uint8_t* row, const float* x, int64_t K) {
+float row_dot_f32(Ternary format, const uint8_t* row, const float* x, int64_t K) {
   float total = 0.0f;
   for (int64_t b = 0; b < K / QK; ++b) {
     float32x4_t a[4] = {vdupq_n_f32(0), vdupq_n_f32(0), vdupq_n_f32(0), vdupq_n_f32(0)};
     for (int h = 0; h < 2; ++h) {
       int8x16_t t[8];
-      half_trits(type, row, b, h, t);
+      half_trits(format, row, b, h, t);
       for (int i = 0; i < 8; ++i) {
         float32x4_t f[4];
         widen(t[i], f);
@@ -145,9 +149,10 @@ float row_dot_f32(gguf::TensorType type, const uint8_t* row, const float* x, int
 void neon_gemm_f32(const TernaryMatrix& w, const float* x, int64_t n, float* y, int64_t r0,
                    int64_t r1) {
   const int64_t K = w.cols, M = w.rows, rb = ternary_row_bytes(w.type, K);
+  const Ternary format = ternary_format(w.type);
   if (n == 1) {
     for (int64_t r = r0; r < r1; ++r)
-      y[r] = w.row_scale[r] * row_dot_f32(w.type, w.data + r * rb, x, K);
+      y[r] = w.row_scale[r] * row_dot_f32(format, w.data + r * rb, x, K);
     return;
   }
   if (n == 0) return;
@@ -157,7 +162,7 @@ void neon_gemm_f32(const TernaryMatrix& w, const float* x, int64_t n, float* y, 
     for (int64_t b = 0; b < K / QK; ++b)
       for (int h = 0; h < 2; ++h) {
         int8x16_t v[8];
-        half_trits(w.type, row, b, h, v);
+        half_trits(format, row, b, h, v);
         for (int i = 0; i < 8; ++i) {
           float32x4_t f[4];
           widen(v[i], f);
@@ -227,10 +232,10 @@ void gemv_rows(const TernaryMatrix& w, const int8_t* q, int32_t* sums, int64_t r
 }
 
 void gemv_any(const TernaryMatrix& w, const int8_t* q, int32_t* sums, int64_t r0, int64_t r1) {
-  if (w.type == gguf::TensorType::TQ1_0)
-    gemv_rows<true>(w, q, sums, r0, r1);
-  else
-    gemv_rows<false>(w, q, sums, r0, r1);
+  switch (ternary_format(w.type)) {
+    case Ternary::TQ1: return gemv_rows<true>(w, q, sums, r0, r1);
+    case Ternary::TQ2: return gemv_rows<false>(w, q, sums, r0, r1);
+  }
 }
 
 // Dot products of one decoded trit row with V activation vectors.
@@ -252,12 +257,13 @@ void gemm_i8(const TernaryMatrix& w, const int8_t* q, int64_t n, int32_t* sums, 
   if (n == 0) return;
   if (n == 1) return gemv_any(w, q, sums, r0, r1);
   const int64_t K = w.cols, M = w.rows, rb = ternary_row_bytes(w.type, K);
+  const Ternary format = ternary_format(w.type);
   std::vector<int8_t> t(static_cast<size_t>(K));
   for (int64_t r = r0; r < r1; ++r) {
     for (int64_t b = 0; b < K / QK; ++b)
       for (int h = 0; h < 2; ++h) {
         int8x16_t v[8];
-        half_trits(w.type, w.data + r * rb, b, h, v);
+        half_trits(format, w.data + r * rb, b, h, v);
         for (int i = 0; i < 8; ++i) vst1q_s8(t.data() + b * QK + 128 * h + 16 * i, v[i]);
       }
     int64_t i = 0;

@@ -43,7 +43,13 @@ namespace {
 constexpr int64_t kGroup = 16;  // rows per lookup
 
 int64_t groups_of(int64_t rows) { return (rows + kGroup - 1) / kGroup; }
-bool is_tq1(const TernaryMatrix& w) { return w.type == gguf::TensorType::TQ1_0; }
+bool is_tq1(const TernaryMatrix& w) {
+  switch (ternary_format(w.type)) {
+    case Ternary::TQ1: return true;
+    case Ternary::TQ2: return false;
+  }
+  return false;
+}
 // Bytes of one 16-row group: 16 rows x K/2 pairs x 4 bits, or the triple sets.
 int64_t group_bytes(const TernaryMatrix& w) {
   return is_tq1(w) ? triple_sets(w.cols) * kSetBytes : w.cols * kGroup / 4;

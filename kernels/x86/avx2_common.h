@@ -100,8 +100,11 @@ struct Source {
 };
 inline Source source_of(const TernaryMatrix& w) {
   if (const uint8_t* body = layout_body(w, LayoutKind::Tq2Blocks)) return {body, QK / 4, false};
-  const bool tq1 = w.type == gguf::TensorType::TQ1_0;
-  return {w.data, tq1 ? kTq1Block : kTq2Block, tq1};
+  switch (ternary_format(w.type)) {
+    case Ternary::TQ1: return {w.data, kTq1Block, true};
+    case Ternary::TQ2: return {w.data, kTq2Block, false};
+  }
+  __builtin_unreachable();
 }
 
 inline int32_t hsum_epi32(__m256i v) {

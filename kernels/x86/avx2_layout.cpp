@@ -9,19 +9,18 @@
 namespace tern::kernels_detail {
 
 int64_t avx2_prepared_bytes(const TernaryMatrix& w) {
-  switch (w.type) {
-    case gguf::TensorType::TQ1_0: return w.rows * (w.cols / QK) * (QK / 4);
-    case gguf::TensorType::TQ2_0: return 0;
-    default: check_call(w, ActMode::Int8, 0, 0, w.rows); return 0;  // throws
+  switch (ternary_format(w.type)) {
+    case Ternary::TQ1: return w.rows * (w.cols / QK) * (QK / 4);
+    case Ternary::TQ2: return 0;
   }
+  return 0;
 }
 
 std::shared_ptr<const void> avx2_prepare(const TernaryMatrix& w) {
   check_call(w, ActMode::Int8, 0, 0, w.rows);
-  switch (w.type) {
-    case gguf::TensorType::TQ2_0: return nullptr;
-    case gguf::TensorType::TQ1_0: break;
-    default: throw_kernel_error("avx2 prepare: not a ternary type");  // check_call threw already
+  switch (ternary_format(w.type)) {
+    case Ternary::TQ2: return nullptr;
+    case Ternary::TQ1: break;
   }
   if (w.data == nullptr && w.rows > 0) throw_kernel_error("avx2 prepare: the matrix has no stored bytes left");
   const int64_t nb = w.cols / QK, rb = ternary_row_bytes(w.type, w.cols);

@@ -180,7 +180,11 @@ constexpr CodeDot kBase3[kMaxRows][kMaxVecs] = {
 
 // TQ1_0 stays base 3 (fewer bytes to stream); TQ2_0 is already 2 bits.
 CodeLayout default_layout(const TernaryMatrix& w) {
-  return w.type == gguf::TensorType::TQ1_0 ? CodeLayout::Base3x64 : CodeLayout::Chunk64;
+  switch (ternary_format(w.type)) {
+    case Ternary::TQ1: return CodeLayout::Base3x64;
+    case Ternary::TQ2: return CodeLayout::Chunk64;
+  }
+  __builtin_unreachable();
 }
 
 int32_t activation_sum(const int8_t* q, int64_t K) {

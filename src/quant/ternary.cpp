@@ -143,28 +143,44 @@ bool is_ternary_type(gguf::TensorType t) {
   return t == gguf::TensorType::TQ1_0 || t == gguf::TensorType::TQ2_0;
 }
 
+Ternary ternary_format(gguf::TensorType t) {
+  if (t == gguf::TensorType::TQ1_0) return Ternary::TQ1;
+  if (t == gguf::TensorType::TQ2_0) return Ternary::TQ2;
+  not_ternary(t);
+}
+
 int64_t ternary_row_bytes(gguf::TensorType t, int64_t K) {
-  if (!is_ternary_type(t)) not_ternary(t);
+  const Ternary f = ternary_format(t);
   check_k(K);
-  return K / QK * (t == gguf::TensorType::TQ2_0 ? kTQ2Bytes : kTQ1Bytes);
+  switch (f) {
+    case Ternary::TQ1: return K / QK * kTQ1Bytes;
+    case Ternary::TQ2: return K / QK * kTQ2Bytes;
+  }
+  not_ternary(t);
 }
 
 void pack_ternary_row(gguf::TensorType t, const int8_t* trits, int64_t K, uint16_t d,
                       uint8_t* out) {
-  if (t == gguf::TensorType::TQ2_0) return pack_tq2_bytes(trits, K, d, out);
-  if (t == gguf::TensorType::TQ1_0) return pack_tq1_bytes(trits, K, d, out);
-  not_ternary(t);
+  switch (ternary_format(t)) {
+    case Ternary::TQ1: return pack_tq1_bytes(trits, K, d, out);
+    case Ternary::TQ2: return pack_tq2_bytes(trits, K, d, out);
+  }
 }
 
 void unpack_ternary_row(gguf::TensorType t, const uint8_t* in, int64_t K, int8_t* trits) {
-  if (t == gguf::TensorType::TQ2_0) return unpack_tq2_bytes(in, K, trits);
-  if (t == gguf::TensorType::TQ1_0) return unpack_tq1_bytes(in, K, trits);
-  not_ternary(t);
+  switch (ternary_format(t)) {
+    case Ternary::TQ1: return unpack_tq1_bytes(in, K, trits);
+    case Ternary::TQ2: return unpack_tq2_bytes(in, K, trits);
+  }
 }
 
 void row_block_scales(gguf::TensorType t, const uint8_t* in, int64_t K, uint16_t* d) {
   const int64_t block = ternary_row_bytes(t, QK);
-  const int offset = t == gguf::TensorType::TQ2_0 ? kTQ2D : kTQ1D;
+  int offset = 0;
+  switch (ternary_format(t)) {
+    case Ternary::TQ1: offset = kTQ1D; break;
+    case Ternary::TQ2: offset = kTQ2D; break;
+  }
   check_k(K);
   for (int64_t i = 0; i < K / QK; ++i) std::memcpy(&d[i], in + i * block + offset, 2);
 }

@@ -134,6 +134,21 @@ TEST(TernaryPack, RowBytes) {
   EXPECT_FALSE(is_ternary_type(TensorType::F32));
 }
 
+// The one gate every decode switches on: the two formats, and an error for
+// the types beside them (I2_S and IQ2_BN hold trits too, but in layouts no
+// kernel decodes; the loader converts I2_S first).
+TEST(TernaryPack, FormatOfEachType) {
+  EXPECT_EQ(ternary_format(TensorType::TQ1_0), Ternary::TQ1);
+  EXPECT_EQ(ternary_format(TensorType::TQ2_0), Ternary::TQ2);
+  for (TensorType t : {TensorType::F32, TensorType::Q8_0, TensorType::I2_S, TensorType::IQ2_BN}) {
+    EXPECT_FALSE(is_ternary_type(t));
+    EXPECT_THROW(ternary_format(t), Error) << uint32_t(t);
+    std::vector<int8_t> trits(256);
+    std::vector<uint8_t> bytes(256);
+    EXPECT_THROW(unpack_ternary_row(t, bytes.data(), 256, trits.data()), Error) << uint32_t(t);
+  }
+}
+
 // qs[0] holds elements 0, 32, 64, 96, 128 (element 0 most significant);
 // qs[37] holds elements 165, 181, 197, 213, 229.
 TEST(TernaryPack, Tq1AllFiveTritPatterns) {
