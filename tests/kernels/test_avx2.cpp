@@ -1,7 +1,7 @@
-// The AVX2 kernel sets (avx2, avx2-vnni, avx2-tl1) against scalar_kernels():
-// int8 sums must be equal, float results within 1e-5 of sum |x| * scale.
-// Shapes cover the smallest block count, model sizes, row counts that are no
-// multiple of any row group, and row ranges that split groups.
+// What is particular to the AVX2 kernel sets (avx2, avx2-vnni, avx2-tl1):
+// TQ2_0's code 3, TQ1_0 converted at load, and their CPUID checks. Shapes,
+// ranges, batches and bad calls against the scalar oracle are the shared
+// suite's (test_every_set.cpp).
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -84,76 +84,6 @@ void check_float(const KernelSet& ks, const Matrix& m, const std::vector<float>&
 
 }  // namespace
 
-TEST_P(Avx2Sets, Int8ShapesMatchScalar) {
-  for (TensorType type : kTypes)
-    for (int64_t M : {1, 7, 33})
-      for (int64_t K : {256, 512, 768, 2560, 6912}) {
-        const uint32_t seed = uint32_t(M * 131 + K);
-        const Matrix m = make_matrix(*ks_, type, M, K, Rows::Mixed, seed);
-        for (Acts a : {Acts::Random, Acts::Max, Acts::Min, Acts::Alternating}) {
-          const auto q = acts(3 * K, a, seed + 1);
-          check_int8(*ks_, m, q, 1, 0, M, describe(type, M, K, 0, M, 1) + " acts " + std::to_string(int(a)));
-          check_int8(*ks_, m, q, 3, 0, M, describe(type, M, K, 0, M, 3) + " acts " + std::to_string(int(a)));
-        }
-      }
-}
-
-TEST_P(Avx2Sets, Int8UniformRowsAtExtremes) {
-  for (TensorType type : kTypes)
-    for (Rows rows : {Rows::Zero, Rows::Plus, Rows::Minus, Rows::Random})
-      for (int64_t K : {256, 2560}) {
-        const int64_t M = 33;
-        const Matrix m = make_matrix(*ks_, type, M, K, rows, uint32_t(K + int(rows)));
-        for (Acts a : {Acts::Max, Acts::Min, Acts::Random})
-          check_int8(*ks_, m, acts(K, a, 3), 1, 0, M,
-                     describe(type, M, K, 0, M, 1) + " rows " + std::to_string(int(rows)));
-      }
-}
-
-TEST_P(Avx2Sets, Int8RowRangesAndBatches) {
-  for (TensorType type : kTypes)
-    for (int64_t M : {7, 33, 70}) {
-      const int64_t K = 768;
-      const Matrix m = make_matrix(*ks_, type, M, K, Rows::Random, uint32_t(M));
-      const auto q = acts(5 * K, Acts::Random, uint32_t(M + 1));
-      const std::pair<int64_t, int64_t> ranges[] = {
-          {0, M}, {1, M}, {0, M - 1}, {3, 5}, {M / 2, M / 2}, {M - 1, M}, {M / 3, 2 * M / 3}};
-      for (auto [r0, r1] : ranges)
-        for (int64_t n = 1; n <= 5; ++n) check_int8(*ks_, m, q, n, r0, r1, describe(type, M, K, r0, r1, n));
-    }
-}
-
-// Prompt-sized batches (many groups of four vectors, and a partial last
-// group) on uniform rows at the activation extremes, where every int16 and
-// int32 partial sum is at its largest, with ranges that split row pairs.
-TEST_P(Avx2Sets, Int8BatchedTilesMatchScalar) {
-  for (TensorType type : kTypes)
-    for (Rows rows : {Rows::Plus, Rows::Minus, Rows::Random})
-      for (int64_t K : {256, 1280, 2560}) {
-        const int64_t M = 9;
-        const Matrix m = make_matrix(*ks_, type, M, K, rows, uint32_t(K + 7 * int(rows)));
-        for (Acts a : {Acts::Max, Acts::Min, Acts::Random}) {
-          const auto q = acts(37 * K, a, uint32_t(K));
-          for (int64_t n : {2, 4, 17, 37}) {
-            check_int8(*ks_, m, q, n, 0, M, describe(type, M, K, 0, M, n));
-            check_int8(*ks_, m, q, n, 1, M - 2, describe(type, M, K, 1, M - 2, n));
-          }
-        }
-      }
-}
-
-TEST_P(Avx2Sets, FloatMatchesScalarWhenPresent) {
-  if (ks_->gemm_f32 == nullptr) GTEST_SKIP() << GetParam() << " has no float path";
-  for (TensorType type : kTypes)
-    for (int64_t M : {1, 7, 33})
-      for (int64_t K : {256, 512, 2560, 6912}) {
-        const Matrix m = make_matrix(*ks_, type, M, K, Rows::Mixed, uint32_t(M + K));
-        const auto x = random_floats(5 * K, uint32_t(K));
-        for (int64_t n : {1, 2, 5}) check_float(*ks_, m, x, n, 0, M, describe(type, M, K, 0, M, n));
-        check_float(*ks_, m, x, 3, M / 3, M - M / 4, describe(type, M, K, M / 3, M - M / 4, 3));
-      }
-}
-
 // TQ2_0 code 3 is no trit; loaders reject it, but a kernel handed one must
 // still agree with scalar (which reads it as +2) or refuse it at prepare.
 TEST_P(Avx2Sets, Tq2CodeThreeMatchesScalarOrIsRefused) {
@@ -168,15 +98,6 @@ TEST_P(Avx2Sets, Tq2CodeThreeMatchesScalarOrIsRefused) {
   check_int8(*ks_, m, acts(2 * K, Acts::Random, 10), 2, 0, M, "code 3");
   check_int8(*ks_, m, acts(K, Acts::Min, 10), 1, 0, M, "code 3, q = -128");
   if (ks_->gemm_f32) check_float(*ks_, m, random_floats(2 * K, 11), 2, 0, M, "code 3");
-}
-
-TEST_P(Avx2Sets, UnpreparedMatrixIsAnError) {
-  const Matrix m = make_matrix(scalar_kernels(), TensorType::TQ2_0, 4, 256, Rows::Random, 3);
-  if (ks_->prepare == nullptr || ks_->prepared_bytes(m.w) == 0)
-    GTEST_SKIP() << GetParam() << " reads TQ2_0 in place";
-  const auto q = acts(256, Acts::Random, 4);
-  std::vector<int32_t> s(4);
-  EXPECT_THROW(ks_->gemm_i8(m.w, q.data(), 1, s.data(), 0, 4), Error);
 }
 
 // A set that converts TQ1_0 at load (avx2, avx2-vnni) still reads it in
@@ -212,10 +133,6 @@ TEST_P(Avx2Sets, Tq1ConvertedOrInPlaceMatchScalar) {
               << "row " << r << " block " << b << " K " << K;
       }
     }
-}
-
-TEST_P(Avx2Sets, BadCallsAreErrors) {
-  expect_int8_bad_calls_throw(*ks_);
 }
 
 INSTANTIATE_TEST_SUITE_P(Sets, Avx2Sets, ::testing::Values("avx2", "avx2-vnni", "avx2-tl1"),

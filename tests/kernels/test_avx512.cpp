@@ -1,8 +1,8 @@
-// The AVX-512 kernel sets (avx512-vnni, avx512-pext) against the scalar
-// oracle: int8 sums must be equal, float results within 1e-5 of
-// row_scale * sum|x| (reassociation only). Every case runs both on matrices
-// repacked by the set's prepare() and on unprepared ones (rows repacked on
-// the fly), over shapes that split the 4-row groups at r0 and r1.
+// What is particular to the AVX-512 kernel sets (avx512-vnni, avx512-pext):
+// exact int8 sums past float's mantissa and across segments, their layouts'
+// refusals, the default choice and TQ2_0's code 3. Shapes, ranges, batches,
+// prepared and unprepared, against the scalar oracle are the shared suite's
+// (test_every_set.cpp).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -38,117 +38,7 @@ void prepare(Matrix& m, const KernelSet& ks) {
 constexpr TensorType kTypes[] = {TensorType::TQ2_0, TensorType::TQ1_0};
 constexpr const char* kSets[] = {"avx512-vnni", "avx512-pext"};
 
-std::string describe(const KernelSet& ks, const Matrix& m, bool prepared) {
-  return std::string(ks.name) + " type " + std::to_string(uint32_t(m.w.type)) + " M " +
-         std::to_string(m.M) + " K " + std::to_string(m.K) + (prepared ? " prepared" : " raw");
-}
-
-// GEMM of n vectors over rows [r0, r1) against scalar; rows outside the
-// range must keep their sentinel.
-void check_gemm(const KernelSet& ks, const Matrix& m, int64_t n, int64_t r0, int64_t r1,
-                uint32_t seed, const std::string& what) {
-  const int64_t M = m.M, K = m.K;
-  if (kernel_supports(ks, ActMode::Int8)) {
-    const auto q = random_int8(n * K, seed);
-    std::vector<int32_t> want(size_t(n * M), 0x5a5a5a5a), got(size_t(n * M), 0x5a5a5a5a);
-    scalar_kernels().gemm_i8(m.w, q.data(), n, want.data(), r0, r1);
-    ks.gemm_i8(m.w, q.data(), n, got.data(), r0, r1);
-    for (size_t i = 0; i < want.size(); ++i)
-      ASSERT_EQ(got[i], want[i]) << what << " int8 n " << n << " [" << r0 << "," << r1 << ") at " << i;
-  }
-  if (kernel_supports(ks, ActMode::Float)) {
-    const auto x = random_floats(n * K, seed + 1);
-    std::vector<float> want(size_t(n * M), -7.0f), got(size_t(n * M), -7.0f);
-    scalar_kernels().gemm_f32(m.w, x.data(), n, want.data(), r0, r1);
-    ks.gemm_f32(m.w, x.data(), n, got.data(), r0, r1);
-    for (int64_t i = 0; i < n; ++i) {
-      double mag = 0;
-      for (int64_t k = 0; k < K; ++k) mag += std::fabs(x[size_t(i * K + k)]);
-      for (int64_t r = 0; r < M; ++r) {
-        const size_t at = size_t(i * M + r);
-        if (r < r0 || r >= r1) {
-          ASSERT_EQ(got[at], -7.0f) << what << " wrote row " << r << " outside range";
-          continue;
-        }
-        ASSERT_NEAR(got[at], want[at], 1e-5 * m.scale[size_t(r)] * mag)
-            << what << " float n " << n << " vec " << i << " row " << r;
-      }
-    }
-  }
-}
-
 }  // namespace
-
-TEST(Avx512, GemvMatchesScalar) {
-  for (const char* name : kSets) {
-    SCOPED_TRACE(name);
-    const KernelSet* ks = find_set(name);
-    if (ks == nullptr || !ks->available(cpu_features())) continue;
-    for (TensorType type : kTypes)
-      for (int64_t M : {1, 7, 33})
-        for (int64_t K : {256, 512, 768, 1024, 1280, 2560, 6912})
-          for (bool prepared : {true, false}) {
-            const uint32_t seed = uint32_t(K * 31 + M * 7 + int(type));
-            Matrix m = make_matrix(type, M, K, Rows::Mixed, seed);
-            if (prepared) prepare(m, *ks);
-            const std::string what = describe(*ks, m, prepared);
-            if (kernel_supports(*ks, ActMode::Int8))
-              for (int fill : {0, 127, -128}) {
-                auto q = fill ? std::vector<int8_t>(size_t(K), int8_t(fill)) : random_int8(K, seed + 1);
-                std::vector<int32_t> want(static_cast<size_t>(M)), got(static_cast<size_t>(M), 12345);
-                scalar_kernels().gemm_i8(m.w, q.data(), 1, want.data(), 0, M);
-                ks->gemm_i8(m.w, q.data(), 1, got.data(), 0, M);
-                for (int64_t r = 0; r < M; ++r)
-                  ASSERT_EQ(got[size_t(r)], want[size_t(r)]) << what << " q " << fill << " row " << r;
-              }
-            check_gemm(*ks, m, 1, 0, M, seed + 2, what);
-          }
-  }
-  // At least one of the sets must have run on a CPU that has AVX-512.
-  const CpuFeatures& c = cpu_features();
-  if (!(c.avx512f && c.avx512bw && c.avx512vl && c.os_avx512)) GTEST_SKIP() << "no AVX-512";
-}
-
-TEST(Avx512, GemmRowRangesSplitGroups) {
-  const std::pair<int64_t, int64_t> ranges[] = {{0, 33}, {1, 6}, {3, 30}, {5, 5}, {4, 8}, {31, 33}, {32, 33}};
-  int ran = 0;
-  for (const char* name : kSets) {
-    const KernelSet* ks = find_set(name);
-    if (ks == nullptr || !ks->available(cpu_features())) continue;
-    for (TensorType type : kTypes)
-      for (int64_t K : {768, 2560})
-        for (bool prepared : {true, false}) {
-          Matrix m = make_matrix(type, 33, K, Rows::Mixed, uint32_t(K + int(type)));
-          if (prepared) prepare(m, *ks);
-          for (int64_t n = 1; n <= 5; ++n)
-            for (auto [r0, r1] : ranges) {
-              check_gemm(*ks, m, n, r0, r1, uint32_t(n * 100 + r0), describe(*ks, m, prepared));
-              ++ran;
-            }
-          check_gemm(*ks, m, 20, 3, 30, 7, describe(*ks, m, prepared) + " long batch");
-        }
-  }
-  if (ran == 0) GTEST_SKIP() << "no AVX-512 kernel set available here";
-}
-
-TEST(Avx512, GemmEqualsGemvBitForBit) {
-  for (const char* name : kSets) {
-    const KernelSet* ks = find_set(name);
-    if (ks == nullptr || !ks->available(cpu_features()) || !kernel_supports(*ks, ActMode::Float))
-      continue;
-    Matrix m = make_matrix(TensorType::TQ2_0, 9, 1024, Rows::Mixed, 3);
-    prepare(m, *ks);
-    const int64_t n = 3;
-    const auto x = random_floats(n * 1024, 4);
-    std::vector<float> y(size_t(n * 9));
-    ks->gemm_f32(m.w, x.data(), n, y.data(), 0, 9);
-    for (int64_t i = 0; i < n; ++i) {
-      std::vector<float> yv(9);
-      ks->gemm_f32(m.w, x.data() + i * 1024, 1, yv.data(), 2, 9);  // other grouping
-      for (int64_t r = 2; r < 9; ++r) EXPECT_EQ(y[size_t(i * 9 + r)], yv[size_t(r)]) << name;
-    }
-  }
-}
 
 // Sums past 2^24 in magnitude: float accumulation would round them, so the
 // pext set's int8 path must sum such rows in exact segments.
