@@ -93,13 +93,14 @@ const KernelSet* find_kernel_set(std::string_view name, std::string_view source)
   throw Error(what + ": unknown kernel (known: " + join_names(false) + ", auto)");
 }
 
-const KernelSet& select_kernels(std::string_view name, ActMode mode, bool phase) {
+const KernelSet& select_kernels(std::string_view name, ActMode mode, bool phase, std::string_view why) {
   const KernelSet* want = find_kernel_set(name);
   if (want == nullptr) return best_available(mode, phase);
   if (!supports(*want, mode, phase))
     throw Error(std::string("kernel ") + want->name + " has no " +
-                (phase ? std::string("Fairy2i") : std::string(mode_name(mode)) + "-activation") +
-                " path (use one of: " + join_names(true, &mode, phase) + ")");
+                (phase ? std::string("Fairy2i") : std::string(mode_name(mode)) + "-activation") + " path" +
+                (why.empty() ? std::string() : ": " + std::string(why)) + " (use one of: " +
+                join_names(true, &mode, phase) + ")");
   return *want;
 }
 

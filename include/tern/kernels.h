@@ -150,8 +150,10 @@ const KernelSet* find_kernel_set(std::string_view name, std::string_view source 
 // `mode`. No process-wide state: the choice is a load option
 // (LoadOptions::kernel), resolved from --kernel or TERN_KERNEL in tools/cli.
 // With `phase`, the model's linears are Fairy2i's and the set must have
-// phase_gemm.
-const KernelSet& select_kernels(std::string_view name, ActMode mode, bool phase = false);
+// phase_gemm. `why` (if given) says in that error why the model needs
+// `mode`, and what the user can do about it.
+const KernelSet& select_kernels(std::string_view name, ActMode mode, bool phase = false,
+                                std::string_view why = {});
 bool kernel_supports(const KernelSet& s, ActMode mode, bool phase = false);
 
 // The scalar reference, callable directly by tests as the oracle. Its exact

@@ -86,6 +86,10 @@ void quantize_act_q8(const float* x, int64_t n, ActQ8* out);  // n % QK8_0 == 0
 // cast). Returns s. The scalar reference; KernelSet::quantize_i8 computes
 // the same bytes with vector instructions.
 float quantize_act_i8(const float* x, int64_t n, int8_t* q);
+// Its scale from max|x|: the one definition every quantize_i8 uses, so the
+// vector sets cannot drift from the reference (out of line: the ISA
+// translation units call it and must not define shared inline code).
+float act_i8_scale(float amax);
 
 // Wide activations for the float-activation families (TriLM), in a form
 // the int8 kernels multiply: with d digits (2: 16 bits, 3: 24 bits),

@@ -16,6 +16,8 @@
 
 #include <cstdint>
 
+#include "tern/quant.h"
+
 namespace tern::kernels_detail {
 namespace {
 
@@ -42,7 +44,7 @@ float quantize_i8_neon(const float* x, int64_t n, int8_t* q) {
   for (int64_t i = 0; i < body; i += 4) m = vmaxq_u32(m, magnitude_bits(x + i));
   for (int i = 0; i < 16; i += 4) m = vmaxq_u32(m, magnitude_bits(tail + i));
   const float amax = vgetq_lane_f32(vreinterpretq_f32_u32(vdupq_n_u32(vmaxvq_u32(m))), 0);
-  const float s = 127.0f / (amax < 1e-5f ? 1e-5f : amax);
+  const float s = act_i8_scale(amax);
   const float32x4_t vs = vdupq_n_f32(s);
   for (int64_t i = 0; i < body; i += 16) quantize_i8_16(x + i, vs, q + i);
   if (body < n) {

@@ -17,6 +17,8 @@
 
 #include <cstdint>
 
+#include "tern/quant.h"
+
 namespace tern::kernels_detail {
 namespace {
 
@@ -42,7 +44,7 @@ float quantize_i8_avx2(const float* x, int64_t n, int8_t* q) {
   h = _mm_max_ps(h, _mm_movehl_ps(h, h));
   h = _mm_max_ss(h, _mm_shuffle_ps(h, h, 1));
   const float amax = _mm_cvtss_f32(h);
-  const float s = 127.0f / (amax < 1e-5f ? 1e-5f : amax);
+  const float s = act_i8_scale(amax);
   const __m256 vs = _mm256_set1_ps(s);
   for (int64_t i = 0; i < body; i += 32) quantize_i8_32(x + i, vs, q + i);
   if (body < n) {

@@ -427,12 +427,10 @@ std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
   // Int16 activations are int8 digits: the float model runs on int8 kernels.
   const bool int16 = c.act_mode == ActMode::Float && !c.phase && opts.float_acts == FloatActs::Int16;
   m->digits_ = int16 ? kMaxActDigits : c.act_mode == ActMode::Int8 ? 1 : 0;
-  if (int16 && !opts.kernel.empty() && opts.kernel != "auto")
-    if (const KernelSet* named = find_kernel_set(opts.kernel); named && !kernel_supports(*named, ActMode::Int8))
-      throw Error(std::string("kernel ") + named->name +
-                  " has no int8 path, which this float-activation model's int16 activations run on "
-                  "(--float-act f32 runs its float path)");
-  m->kernels_ = &select_kernels(opts.kernel, m->digits_ ? ActMode::Int8 : ActMode::Float, c.phase);
+  m->kernels_ = &select_kernels(opts.kernel, m->digits_ ? ActMode::Int8 : ActMode::Float, c.phase,
+                                int16 ? "this float-activation model runs its int16 activations on int8 "
+                                        "kernels; --float-act f32 runs its float path"
+                                      : "");
   if (opts.kernel == "auto" && m->digits_ && !c.phase) m->choose_kernels();
   Weights& w = m->weights_;
 

@@ -7,10 +7,12 @@
 
 namespace tern {
 
+float act_i8_scale(float amax) { return 127.0f / std::max(amax, 1e-5f); }
+
 float quantize_act_i8(const float* x, int64_t n, int8_t* q) {
   float amax = 0;
   for (int64_t i = 0; i < n; ++i) amax = std::max(amax, std::fabs(x[i]));
-  const float s = 127.0f / std::max(amax, 1e-5f);
+  const float s = act_i8_scale(amax);
   // nearbyint rounds half to even under the default mode, like torch.round.
   // fmax/fmin, not clamp: they map NaN (an overflowed activation) to a
   // bound, where clamp passes it to a float-to-int cast, which is undefined.

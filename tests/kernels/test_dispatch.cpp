@@ -88,6 +88,13 @@ TEST(Dispatch, MissingModeNamesTheSetsThatHaveIt) {
           EXPECT_TRUE(kernel_supports(*named, mode)) << name << " in: " << msg;
         }
       }
+      // The caller's reason for the mode goes before the list.
+      try {
+        select_kernels(s->name, mode, false, "the model says so");
+        ADD_FAILURE() << s->name << " has no path for the mode, yet no throw";
+      } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find(" path: the model says so (use one of: "), std::string::npos) << e.what();
+      }
       ++ran;
     }
   if (ran == 0) GTEST_SKIP() << "every set available here has both modes";
