@@ -86,15 +86,9 @@ int64_t code_row_bytes(CodeLayout layout, int64_t K) {
 void pack_code_rows(const TernaryMatrix& w, CodeLayout layout, int64_t r0, int64_t r1,
                     uint8_t* out) {
   const int64_t K = w.cols, rb = ternary_row_bytes(w.type, K), stride = code_row_bytes(layout, K);
-  // TQ2_0 already holds 2-bit codes; everything else is decoded and placed.
-  const bool move_tq2 = [&] {
-    switch (ternary_format(w.type)) {
-      case Ternary::TQ2: return layout != CodeLayout::Base3x64;
-      case Ternary::TQ1: return false;
-    }
-    return false;
-  }();
-  if (move_tq2) {
+  // TQ2_0 already holds 2-bit codes; every other format is decoded by
+  // unpack_ternary_row (which switches over all of them) and placed.
+  if (ternary_format(w.type) == Ternary::TQ2 && layout != CodeLayout::Base3x64) {
     const auto place = layout == CodeLayout::Chunk64 ? place_tq2_chunk64 : place_tq2_linear;
     for (int64_t r = r0; r < r1; ++r)
       for (int64_t b = 0; b < K / QK; ++b)

@@ -1,7 +1,8 @@
 // What the AVX2 int8 kernel sets (avx2, avx2-vnni) share: decoding one
 // 256-weight block of TQ2_0 or TQ1_0, read in place from the GGUF layout
-// (or TQ1_0 converted at load to TQ2_0's codes, avx2_layout.h), into eight vectors of byte codes (t + 1 in 0..2) lined up with 32
-// consecutive activation bytes each, and the row/vector loops around it.
+// (or TQ1_0 converted at load to TQ2_0's codes, avx2_layout.h), into
+// eight vectors of byte codes (t + 1 in 0..2) lined up with 32 consecutive
+// activation bytes each, and the row/vector loops around it.
 //
 // Everything here is in an anonymous namespace: each includer is compiled
 // with its own -m flags, and internal linkage keeps the linker from merging
