@@ -6,7 +6,8 @@
 // region waited for it: `tern generate -t 2` beside a busy loop kept 0.25 of
 // its speed alone (Zen 3). Here work is claimed in small chunks from a shared
 // counter, so the thread on a free core takes what the other cannot reach,
-// and a thread with nothing to do spins only briefly before it sleeps on a
+// and a thread with nothing to do spins only while the thread it waits for
+// is on a CPU (it reads that thread's CPU-time clock), then sleeps on a
 // futex, which also lets the scheduler move a preempted worker onto the idle
 // core.
 #pragma once
@@ -16,6 +17,8 @@
 #include <functional>
 #include <mutex>
 #include <string>
+#include <ctime>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -64,6 +67,10 @@ class ThreadPool {
   std::vector<std::thread> threads_;
   const std::function<void(int)>* job_ = nullptr;
   std::vector<std::exception_ptr> errors_;  // [n_] per thread of the current run
+  std::vector<clockid_t> clocks_;           // [n_] CPU-time clock of each worker ([0] unused)
+  std::vector<int64_t> last_cpu_;           // [n_] the caller's last reading of each clock, ns
+  std::unique_ptr<std::atomic<uint32_t>[]> done_;  // [n_] generation each worker last finished
+  std::atomic<clockid_t> caller_clock_{clockid_t(-1)};  // CPU-time clock of run()'s caller
   alignas(64) std::atomic<uint32_t> generation_{0};  // bumped to start a run
   alignas(64) std::atomic<uint32_t> pending_{0};     // workers still in the run
   alignas(64) std::atomic<int64_t> next_{0};         // claim() counter

@@ -1,6 +1,8 @@
 #include "tern/thread_pool.h"
 
+#include <pthread.h>
 #include <sched.h>
+#include <time.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -20,18 +22,43 @@ inline void cpu_relax() {
 #endif
 }
 
-// Spins before sleeping: a decode step's regions are tens to hundreds of
-// microseconds apart by a few microseconds of serial work, so a short spin
-// catches the next region without a futex round trip, while a thread that
-// would wait longer (another process holds the core, or the run is over)
-// gives the core up. About 20-60 us, depending on the cost of a pause.
+// Spins before sleeping, in rounds: a decode step's regions are tens to
+// hundreds of microseconds apart by a few microseconds of serial work, so a
+// spin catches the next region without a futex round trip. But a spinning
+// thread holds a core its partner may need: when another process has
+// preempted the thread this one waits for, the wait ends only after that
+// process's time slice, unless this thread sleeps and the scheduler moves
+// the preempted one onto the freed core. The length of a wait cannot tell
+// the two cases apart (in a VM the host pauses threads for 1-9 ms with
+// nothing else running), so after each round the waiter reads the CPU
+// time of the threads it waits for: it spins on while they all ran for
+// most of the round, and sleeps at once otherwise. One round is about
+// 20-60 us, depending on the cost of a pause.
 constexpr int kSpins = 1 << 10;
+constexpr int kMaxRounds = 16;
 
-// Waits until `word` no longer holds `old`.
-void wait_while(const std::atomic<uint32_t>& word, uint32_t old) {
-  for (int i = 0; i < kSpins; ++i) {
-    if (word.load(std::memory_order_acquire) != old) return;
-    cpu_relax();
+// -1 when the clock cannot be read; clockid_t(-1), the pool's "no clock",
+// is never valid (its low bits name no CPU-time clock).
+int64_t clock_ns(clockid_t clock) {
+  timespec ts{};
+  if (clock_gettime(clock, &ts) != 0) return -1;
+  return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+// Waits until `word` no longer holds `old`. `running(wall_ns)` says whether
+// the threads this one waits for were on a CPU for most of the last
+// `wall_ns` nanoseconds.
+template <class Running>
+void wait_while(const std::atomic<uint32_t>& word, uint32_t old, Running&& running) {
+  int64_t since = clock_ns(CLOCK_MONOTONIC);
+  for (int round = 0; round < kMaxRounds; ++round) {
+    for (int i = 0; i < kSpins; ++i) {
+      if (word.load(std::memory_order_acquire) != old) return;
+      cpu_relax();
+    }
+    const int64_t now = clock_ns(CLOCK_MONOTONIC);
+    if (!running(now - since)) break;
+    since = now;
   }
   while (word.load(std::memory_order_acquire) == old) word.wait(old, std::memory_order_acquire);
 }
@@ -60,10 +87,21 @@ int ThreadPool::available_cpus() {
   return n;
 }
 
-ThreadPool::ThreadPool(int threads) : n_(threads > 0 ? threads : available_cpus()) {
+ThreadPool::ThreadPool(int threads)
+    : n_(threads > 0 ? threads : available_cpus()),
+      clocks_(size_t(n_), clockid_t(-1)),
+      last_cpu_(size_t(n_), -1),
+      done_(new std::atomic<uint32_t>[size_t(n_)]) {
   errors_.resize(size_t(n_));
   threads_.reserve(size_t(n_ - 1));
-  for (int t = 1; t < n_; ++t) threads_.emplace_back([this, t] { worker(t); });
+  for (int t = 0; t < n_; ++t) done_[size_t(t)].store(0, std::memory_order_relaxed);
+  for (int t = 1; t < n_; ++t) {
+    threads_.emplace_back([this, t] { worker(t); });
+    // A thread whose clock cannot be read counts as not running, so its
+    // waiters fall back to the short spin.
+    clockid_t c;
+    clocks_[size_t(t)] = pthread_getcpuclockid(threads_.back().native_handle(), &c) == 0 ? c : clockid_t(-1);
+  }
 }
 
 ThreadPool::~ThreadPool() {
@@ -76,7 +114,15 @@ ThreadPool::~ThreadPool() {
 void ThreadPool::worker(int t) {
   uint32_t seen = 0;
   for (;;) {
-    wait_while(generation_, seen);
+    // Waits for the caller, which runs the serial steps between regions.
+    const clockid_t caller = caller_clock_.load(std::memory_order_relaxed);
+    int64_t last = -1;
+    wait_while(generation_, seen, [&](int64_t wall_ns) {
+      const int64_t now = clock_ns(caller);
+      const bool ran = last < 0 || (now >= 0 && 2 * (now - last) >= wall_ns);
+      last = now;
+      return ran && now >= 0;
+    });
     seen = generation_.load(std::memory_order_acquire);
     if (stop_.load(std::memory_order_relaxed)) return;
     try {
@@ -84,6 +130,7 @@ void ThreadPool::worker(int t) {
     } catch (...) {
       errors_[size_t(t)] = std::current_exception();
     }
+    done_[size_t(t)].store(seen, std::memory_order_relaxed);
     if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) pending_.notify_one();
   }
 }
@@ -92,9 +139,13 @@ void ThreadPool::run(const std::function<void(int)>& job) {
   for (std::exception_ptr& e : errors_) e = nullptr;
   job_ = &job;
   next_.store(0, std::memory_order_relaxed);
+  uint32_t gen = 0;
   if (n_ > 1) {
+    clockid_t self;
+    caller_clock_.store(pthread_getcpuclockid(pthread_self(), &self) == 0 ? self : clockid_t(-1),
+                        std::memory_order_relaxed);
     pending_.store(uint32_t(n_ - 1), std::memory_order_relaxed);
-    generation_.fetch_add(1, std::memory_order_release);  // publishes job_, next_, errors_
+    gen = generation_.fetch_add(1, std::memory_order_release) + 1;  // publishes job_, next_, errors_
     generation_.notify_all();
   }
   try {
@@ -102,9 +153,23 @@ void ThreadPool::run(const std::function<void(int)>& job) {
   } catch (...) {
     errors_[0] = std::current_exception();
   }
+  // Spins on only while every worker still in the job is on a CPU.
+  bool first = true;
+  const auto workers_running = [&](int64_t wall_ns) {
+    bool all = true;
+    for (int t = 1; t < n_; ++t) {
+      if (done_[size_t(t)].load(std::memory_order_relaxed) == gen) continue;
+      int64_t& last = last_cpu_[size_t(t)];
+      const int64_t now = clock_ns(clocks_[size_t(t)]);
+      if (now < 0 || (!first && 2 * (now - last) < wall_ns)) all = false;
+      last = now;
+    }
+    first = false;
+    return all;
+  };
   for (uint32_t left = pending_.load(std::memory_order_acquire); n_ > 1 && left != 0;
        left = pending_.load(std::memory_order_acquire))
-    wait_while(pending_, left);
+    wait_while(pending_, left, workers_running);
   job_ = nullptr;
   for (const std::exception_ptr& e : errors_)
     if (e) std::rethrow_exception(e);

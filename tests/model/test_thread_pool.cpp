@@ -4,6 +4,7 @@
 // file under ThreadSanitizer (.ci/run, TERN_TSAN).
 #include <gtest/gtest.h>
 #include <sched.h>
+#include <time.h>
 
 #include <atomic>
 #include <chrono>
@@ -120,6 +121,23 @@ TEST(ThreadPool, WakesAfterIdle) {
     pool.run([&](int) { ran.fetch_add(1); });
   }
   EXPECT_EQ(ran.load(), 6);
+}
+
+// A waiter spins on only while the thread it waits for is on a CPU: here the
+// worker sleeps in the kernel, and the caller gives its core up at once
+// instead of spinning through the wait (which would keep a preempted
+// worker off that core when another process shares the machine).
+TEST(ThreadPool, WaiterSleepsWhileTheWorkerIsOffTheCpu) {
+  tern::ThreadPool pool(2);
+  pool.run([](int) {});  // threads started and past their first wait
+  timespec a{}, b{};
+  ASSERT_EQ(clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a), 0);
+  pool.run([](int t) {
+    if (t == 1) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  });
+  ASSERT_EQ(clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b), 0);
+  const double cpu_ms = double(b.tv_sec - a.tv_sec) * 1e3 + double(b.tv_nsec - a.tv_nsec) / 1e6;
+  EXPECT_LT(cpu_ms, 20.0) << "the caller spun through the worker's sleep";
 }
 
 // The bundled model: logits of a prompt and a decode step are the same bit
