@@ -1,6 +1,8 @@
 #include "kernel_choice.h"
 
-#include <unistd.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
 
 #include <algorithm>
 #include <chrono>
@@ -13,35 +15,44 @@ namespace tern {
 
 namespace {
 
-// Reading twice the last-level cache evicts a matrix, so the call after it
-// streams its weights from memory as a decode step does. At least 64 MiB;
-// at most 256 MiB, since a VM may report the host's whole L3 (this Zen 3
-// guest: 256 MiB, of which a core reaches 32).
-// Timed warm, a kernel that wins in cache can lose by 2x in a real token:
-// avx2-tl1 did on bitnet_b1_58-large's shapes (docs/PERFORMANCE.md).
-class Evictor {
- public:
-  Evictor() {
-    const long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
-    const size_t bytes = std::clamp<size_t>(llc > 0 ? 2 * size_t(llc) : 0, size_t(64) << 20, size_t(256) << 20);
-    buf_.assign(bytes / sizeof(uint64_t), 1);
-  }
-  void run() {
-    uint64_t sum = 0;
-    for (size_t i = 0; i < buf_.size(); i += 8) sum += buf_[i];  // one word per 64-byte line
-    sink_ = sum;
-  }
+#if defined(__x86_64__) || defined(__i386__)
+void flush_line(const void* p) { _mm_clflush(p); }
+void fence_flushes() { _mm_mfence(); }
+#elif defined(__aarch64__)
+void flush_line(const void* p) { __asm__ __volatile__("dc civac, %0" : : "r"(p) : "memory"); }
+void fence_flushes() { __asm__ __volatile__("dsb ish" : : : "memory"); }
+#else
+void flush_line(const void*) {}  // no user-space flush: the timing runs warm
+void fence_flushes() {}
+#endif
 
- private:
-  std::vector<uint64_t> buf_;
-  volatile uint64_t sink_ = 0;
-};
+// Flushing a matrix's lines from every cache level makes the call after it
+// stream its weights from memory, as a decode step does, while its input
+// stays cached, as in a decode step. Timed warm, a kernel that wins in
+// cache can lose by 2x in a real token: avx2-tl1 did on
+// bitnet_b1_58-large's shapes (docs/PERFORMANCE.md). (The first version
+// read a buffer of twice the last-level cache instead: 64-256 MiB
+// allocated per load, and a VM may report the host's whole L3.)
+// CLFLUSH and DC CIVAC need only read access, so the mapped file's
+// read-only pages flush too.
+void flush_lines(const void* p, int64_t bytes) {
+  if (!p || bytes <= 0) return;
+  const auto* b = static_cast<const char*>(p);
+  for (int64_t i = 0; i < bytes; i += 64) flush_line(b + i);
+  flush_line(b + bytes - 1);  // the last line when p is not 64-aligned
+  fence_flushes();
+}
+
+void flush_matrix(const TernaryMatrix& w, int64_t prepared_bytes) {
+  if (w.packed) flush_lines(w.packed, prepared_bytes);
+  if (w.data) flush_lines(w.data, w.rows * ternary_row_bytes(w.type, w.cols));
+  flush_lines(w.row_scale, w.rows * int64_t(sizeof(float)));
+}
 
 }  // namespace
 
 std::vector<KernelChoice> time_kernels(std::span<const TernaryMatrix> shapes, int n,
                                        std::span<const KernelSet* const> candidates, int calls) {
-  Evictor evict;
   std::vector<KernelChoice> out;
   for (const TernaryMatrix& w : shapes) {
     KernelChoice c{w.type, w.rows, w.cols, {}, nullptr};
@@ -55,15 +66,17 @@ std::vector<KernelChoice> time_kernels(std::span<const TernaryMatrix> shapes, in
     for (const KernelSet* k : candidates) {
       TernaryMatrix m = w;
       std::shared_ptr<const void> layout;
+      int64_t prepared_bytes = 0;
       if (k->prepare) {
         layout = k->prepare(w);
         m.packed = layout.get();
+        prepared_bytes = m.packed ? k->prepared_bytes(w) : 0;
       }
       auto call = [&] { k->gemm_i8(m, q.data(), n, sums.data(), 0, m.rows); };
       call();  // first touch: page faults of a fresh layout are not the kernel's
       double best = 1e30;
       for (int i = 0; i < calls; ++i) {
-        evict.run();
+        flush_matrix(m, prepared_bytes);
         const auto t0 = std::chrono::steady_clock::now();
         call();
         best = std::min(best, seconds_since(t0));

@@ -10,8 +10,8 @@ namespace tern {
 
 // Times each candidate on each matrix w of `shapes`: its layout prepared (not timed) and touched
 // once, then products of every row with n fixed int8 vectors (n = 1: the
-// GEMV; int16 activations are n = 2), `calls` times, each after the caches
-// were flushed by a large read, keeping the fastest. The chosen set
+// GEMV; int16 activations are n = 2), `calls` times, each after the
+// matrix's lines were flushed from the caches, keeping the fastest. The chosen set
 // is the fastest candidate, the earlier on a tie.
 std::vector<KernelChoice> time_kernels(std::span<const TernaryMatrix> shapes, int n,
                                        std::span<const KernelSet* const> candidates, int calls);
