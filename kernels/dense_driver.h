@@ -1,8 +1,8 @@
 // What every SIMD dense (output head) kernel shares: the loops over row
 // tiles and vectors around an ISA's `Rows<T, R>::run(w, row_bytes, K, x,
 // out)`, which takes R rows (row_bytes apart) against one vector x[K] in the
-// summation order kernels.h fixes, and its `Q8Rows<R>::run` for Q8_0 rows
-// against int8 activations.
+// summation order kernels.h fixes, and its `Q8Rows<R>::run` and
+// `Q6Rows<R>::run` for Q8_0 and Q6_K rows against int8 activations.
 //
 // Internal linkage: each includer is compiled with its own -m flags.
 #pragma once
@@ -15,24 +15,26 @@
 namespace tern::kernels_detail {
 namespace {
 
-// Q8_0: the vectors quantized once per call (quantize_act_q8, shared by
-// every set), then Q8Rows<R>::run(w, row_bytes, blocks, acts, out).
-template <template <int> class Q8Rows, int R>
-void dense_gemm_q8(const DenseMatrix& m, const float* x, int64_t n, float* y, int64_t ldy,
-                   int64_t r0, int64_t r1) {
-  const int64_t K = m.cols, nb = K / QK8_0, rb = dense_stride(m);
-  auto* acts = reinterpret_cast<ActQ8*>(thread_scratch(1, size_t(n * nb) * sizeof(ActQ8)));
-  for (int64_t i = 0; i < n; ++i) quantize_act_q8(x + i * K, K, acts + i * nb);
+// Quantized rows (Q8_0, Q6_K): the vectors quantized once per call by the
+// one function every set shares (quantize_act_q8 per 32 values,
+// quantize_act_q8k per 256), then QRows<R>::run(w, row_bytes, blocks,
+// acts, out) for R rows against one vector.
+template <class Act, int64_t QK, void (*Quantize)(const float*, int64_t, Act*), template <int> class QRows, int R>
+void dense_gemm_quant(const DenseMatrix& m, const float* x, int64_t n, float* y, int64_t ldy,
+                      int64_t r0, int64_t r1) {
+  const int64_t K = m.cols, nb = K / QK, rb = dense_stride(m);
+  auto* acts = reinterpret_cast<Act*>(thread_scratch(1, size_t(n * nb) * sizeof(Act)));
+  for (int64_t i = 0; i < n; ++i) Quantize(x + i * K, K, acts + i * nb);
   const uint8_t* w = static_cast<const uint8_t*>(m.data);
   int64_t r = r0;
   for (; r + R <= r1; r += R)
     for (int64_t i = 0; i < n; ++i) {
       float out[R];
-      Q8Rows<R>::run(w + r * rb, rb, nb, acts + i * nb, out);
+      QRows<R>::run(w + r * rb, rb, nb, acts + i * nb, out);
       for (int j = 0; j < R; ++j) y[i * ldy + r + j] = out[j];
     }
   for (; r < r1; ++r)
-    for (int64_t i = 0; i < n; ++i) Q8Rows<1>::run(w + r * rb, rb, nb, acts + i * nb, y + i * ldy + r);
+    for (int64_t i = 0; i < n; ++i) QRows<1>::run(w + r * rb, rb, nb, acts + i * nb, y + i * ldy + r);
 }
 
 template <template <gguf::TensorType, int> class Rows, int R, gguf::TensorType T>
@@ -52,7 +54,8 @@ void dense_gemm_typed(const DenseMatrix& m, const float* x, int64_t n, float* y,
 }
 
 // R rows side by side give R independent FMA chains per accumulator.
-template <template <gguf::TensorType, int> class Rows, template <int> class Q8Rows, int R>
+template <template <gguf::TensorType, int> class Rows, template <int> class Q8Rows,
+          template <int> class Q6Rows, int R>
 void dense_gemm_driver(const DenseMatrix& m, const float* x, int64_t n, float* y, int64_t ldy,
                        int64_t r0, int64_t r1) {
   using gguf::TensorType;
@@ -61,7 +64,10 @@ void dense_gemm_driver(const DenseMatrix& m, const float* x, int64_t n, float* y
     case TensorType::F32: return dense_gemm_typed<Rows, R, TensorType::F32>(m, x, n, y, ldy, r0, r1);
     case TensorType::F16: return dense_gemm_typed<Rows, R, TensorType::F16>(m, x, n, y, ldy, r0, r1);
     case TensorType::BF16: return dense_gemm_typed<Rows, R, TensorType::BF16>(m, x, n, y, ldy, r0, r1);
-    case TensorType::Q8_0: return dense_gemm_q8<Q8Rows, R>(m, x, n, y, ldy, r0, r1);
+    case TensorType::Q8_0:
+      return dense_gemm_quant<ActQ8, QK8_0, quantize_act_q8, Q8Rows, R>(m, x, n, y, ldy, r0, r1);
+    case TensorType::Q6_K:
+      return dense_gemm_quant<ActQ8K, QK_K, quantize_act_q8k, Q6Rows, R>(m, x, n, y, ldy, r0, r1);
     default: return;  // check_dense_call refused every other type
   }
 }

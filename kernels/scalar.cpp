@@ -76,35 +76,59 @@ float widen(gguf::TensorType type, const uint8_t* row, int64_t k) {
   }
 }
 
-void dense_gemm_q8(const DenseMatrix& w, const float* x, int64_t n, float* y, int64_t ldy, int64_t r0,
-                   int64_t r1) {
-  const int64_t K = w.cols, nb = K / QK8_0, rb = dense_stride(w);
-  std::vector<ActQ8> acts(static_cast<size_t>(n * nb));
-  for (int64_t i = 0; i < n; ++i) quantize_act_q8(x + i * K, K, &acts[size_t(i * nb)]);
+// Quantized rows against int8 activations: each vector quantized once by
+// the shared function, then dot(row's blocks, vector's blocks, nb) per
+// (row, vector).
+template <class Block, class Act, int64_t QK, class Dot>
+void dense_gemm_blocks(const DenseMatrix& w, const float* x, int64_t n, float* y, int64_t ldy, int64_t r0,
+                       int64_t r1, void (*quantize)(const float*, int64_t, Act*), Dot dot) {
+  const int64_t K = w.cols, nb = K / QK, rb = dense_stride(w);
+  std::vector<Act> acts(static_cast<size_t>(n * nb));
+  for (int64_t i = 0; i < n; ++i) quantize(x + i * K, K, &acts[size_t(i * nb)]);
   for (int64_t r = r0; r < r1; ++r) {
-    const auto* row = reinterpret_cast<const BlockQ8_0*>(static_cast<const uint8_t*>(w.data) + r * rb);
-    for (int64_t i = 0; i < n; ++i) {
-      float lane[8] = {};
-      for (int64_t b = 0; b < nb; ++b) {
-        const ActQ8& a = acts[size_t(i * nb + b)];
-        const float d = fp16_to_f32(row[b].d) * a.d;
-        for (int j = 0; j < 8; ++j) {
-          int32_t s = 0;
-          for (int t = 4 * j; t < 4 * j + 4; ++t) s += int32_t(row[b].qs[t]) * int32_t(a.qs[t]);
-          lane[j] = std::fma(d, float(s), lane[j]);
-        }
-      }
-      for (int half = 4; half >= 1; half /= 2)
-        for (int j = 0; j < half; ++j) lane[j] = lane[j] + lane[j + half];
-      y[i * ldy + r] = lane[0];
+    const auto* row = reinterpret_cast<const Block*>(static_cast<const uint8_t*>(w.data) + r * rb);
+    for (int64_t i = 0; i < n; ++i) y[i * ldy + r] = dot(row, &acts[size_t(i * nb)], nb);
+  }
+}
+
+// 8 lanes, lane j the products 4j .. 4j + 3 of each block in block order.
+float dot_q8_0(const BlockQ8_0* row, const ActQ8* acts, int64_t nb) {
+  float lane[8] = {};
+  for (int64_t b = 0; b < nb; ++b) {
+    const float d = fp16_to_f32(row[b].d) * acts[b].d;
+    for (int j = 0; j < 8; ++j) {
+      int32_t s = 0;
+      for (int t = 4 * j; t < 4 * j + 4; ++t) s += int32_t(row[b].qs[t]) * int32_t(acts[b].qs[t]);
+      lane[j] = std::fma(d, float(s), lane[j]);
     }
   }
+  for (int half = 4; half >= 1; half /= 2)
+    for (int j = 0; j < half; ++j) lane[j] = lane[j] + lane[j + half];
+  return lane[0];
+}
+
+// One chain: the exact int32 sum of each block, scaled, in block order.
+float dot_q6_k(const BlockQ6_K* row, const ActQ8K* acts, int64_t nb) {
+  float acc = 0;
+  for (int64_t b = 0; b < nb; ++b) {
+    int32_t s = 0;
+    for (int g = 0; g < QK_K / 16; ++g) {
+      int32_t t = 0;
+      for (int e = 16 * g; e < 16 * g + 16; ++e) t += q6_k_code(row[b], e) * int32_t(acts[b].qs[e]);
+      s += int32_t(row[b].scales[g]) * t;
+    }
+    acc = std::fma(fp16_to_f32(row[b].d) * acts[b].d, float(s), acc);
+  }
+  return acc;
 }
 
 void dense_gemm(const DenseMatrix& w, const float* x, int64_t n, float* y, int64_t ldy, int64_t r0,
                 int64_t r1) {
   kernels_detail::check_dense_call(w, n, ldy, r0, r1);
-  if (w.type == gguf::TensorType::Q8_0) return dense_gemm_q8(w, x, n, y, ldy, r0, r1);
+  if (w.type == gguf::TensorType::Q8_0)
+    return dense_gemm_blocks<BlockQ8_0, ActQ8, QK8_0>(w, x, n, y, ldy, r0, r1, quantize_act_q8, dot_q8_0);
+  if (w.type == gguf::TensorType::Q6_K)
+    return dense_gemm_blocks<BlockQ6_K, ActQ8K, QK_K>(w, x, n, y, ldy, r0, r1, quantize_act_q8k, dot_q6_k);
   const int64_t K = w.cols, padded = (K + 15) / 16 * 16, rb = dense_stride(w);
   std::vector<float> row(static_cast<size_t>(padded), 0.0f), xs(static_cast<size_t>(padded), 0.0f);
   for (int64_t r = r0; r < r1; ++r) {

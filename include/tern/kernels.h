@@ -49,8 +49,8 @@ using GemmF32 = void (*)(const TernaryMatrix& w, const float* x, int64_t n, floa
 using GemmI8 = void (*)(const TernaryMatrix& w, const int8_t* q, int64_t n, int32_t* sums,
                         int64_t r0, int64_t r1);
 
-// A float matrix [rows x cols] in F32, F16, BF16 or Q8_0 (cols a multiple
-// of 32): the output head (and tied token embeddings), rows contiguous as
+// A float matrix [rows x cols] in F32, F16, BF16, Q8_0 (cols a multiple
+// of 32) or Q6_K (of 256): the output head (and tied token embeddings), rows contiguous as
 // GGUF stores them, or a view of the KV cache (keys [pos][head_dim], values
 // transposed [head_dim][pos], the first n_pos of max_seq columns).
 struct DenseMatrix {
@@ -69,7 +69,11 @@ struct DenseMatrix {
 // quantized by quantize_act_q8, per 32 values): 8 float lanes, lane j
 // adding fma(fp16(d_w) * d_x, s, lane) over the blocks in order, s the exact
 // integer sum of the block's products at positions 4j .. 4j + 3; then lanes
-// j and j + 4 added, then j + 2, j + 1.
+// j and j + 4 added, then j + 2, j + 1. A Q6_K matrix (cols a multiple of
+// 256) multiplies x quantized by quantize_act_q8k (per 256 values): one
+// float accumulator per (row, vector), fma(fp16(d_w) * d_x, s, acc) over the
+// blocks in order, s the exact integer sum over the block of
+// scales[i / 16] * (q_i - 32) * x_i.
 using DenseGemm = void (*)(const DenseMatrix& w, const float* x, int64_t n, float* y, int64_t ldy,
                            int64_t r0, int64_t r1);
 

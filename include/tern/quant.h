@@ -80,6 +80,50 @@ struct ActQ8 {
 };
 void quantize_act_q8(const float* x, int64_t n, ActQ8* out);  // n % QK8_0 == 0
 
+// llama.cpp's Q6_K, the head type llama-quantize writes by default (and
+// --output-type q6_k): 256 values in 16 groups of 16, value i =
+// fp16(d) * scales[i / 16] * (q_i - 32), the 6-bit q_i split into a low
+// nibble (ql) and a high pair of bits (qh). Within each half of 128
+// values, value 32 * j + l (j < 4, l < 32) has its nibble in ql[64 * half +
+// l + 32 * (j & 1)] (low nibble for j < 2, high for j >= 2) and its pair in
+// bits 2j, 2j + 1 of qh[32 * half + l].
+constexpr int64_t QK_K = 256;
+struct BlockQ6_K {
+  uint8_t ql[QK_K / 2];
+  uint8_t qh[QK_K / 4];
+  int8_t scales[QK_K / 16];
+  uint16_t d;  // fp16
+};
+static_assert(sizeof(BlockQ6_K) == 210, "Q6_K block must be 210 bytes");
+// q_i - 32, in [-32, 31].
+inline int q6_k_code(const BlockQ6_K& b, int i) {
+  const int half = i / 128, j = (i % 128) / 32, l = i % 32;
+  const uint8_t lo = b.ql[64 * half + l + 32 * (j & 1)];
+  const int nib = j < 2 ? lo & 0xF : lo >> 4;
+  return (nib | (((b.qh[32 * half + l] >> (2 * j)) & 3) << 4)) - 32;
+}
+// Element k of a Q6_K row, exact in f32 (fp16 d times an int up to 4064).
+inline float q6_k_value(const BlockQ6_K* row, int64_t k) {
+  const BlockQ6_K& b = row[k / QK_K];
+  return fp16_to_f32(b.d) * float(int(b.scales[(k % QK_K) / 16]) * q6_k_code(b, int(k % QK_K)));
+}
+// n a positive multiple of QK_K (else tern::Error, as for non-finite
+// values). llama.cpp's reference algorithm: per group of 16 the scale
+// that minimizes the x^2-weighted squared error over 19 candidate steps,
+// the 16 scales then quantized to int8 against their largest.
+void quantize_q6_k_row(const float* x, int64_t n, BlockQ6_K* out);
+
+// Activations a K-quant head multiplies (llama.cpp's Q8_K with an f32
+// scale): per 256 values d = max|x| / 127, q = round(x / d) in [-127, 127]
+// (NaN as 0), computed by this one function for every kernel set.
+struct ActQ8K {
+  float d;
+  int8_t qs[QK_K];
+  int16_t bsums[QK_K / 16];  // sum of each 16 qs: a kernel that multiplies the
+                             // unsigned codes q_i subtracts 32 * scale * bsum
+};
+void quantize_act_q8k(const float* x, int64_t n, ActQ8K* out);  // n % QK_K == 0
+
 // Per-token absmax int8 activations as BitNet b1.58 trains them:
 // s = 127 / max(max|x|, 1e-5), q = clamp(round_half_even(x * s), -128, 127),
 // NaN to -128 (an overflowed activation must not reach a float-to-int

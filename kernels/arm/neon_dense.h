@@ -1,6 +1,6 @@
 // The dense (output head) GEMM for the NEON sets: F32, F16 (vcvt), BF16
-// (a 16-bit widening shift) in f32 registers with vfmaq, and Q8_0 rows
-// against int8 activations (DenseQ8Rows), in the summation orders kernels.h
+// (a 16-bit widening shift) in f32 registers with vfmaq, and Q8_0 and Q6_K
+// rows against int8 activations (DenseQ8Rows, DenseQ6Rows), in the summation orders kernels.h
 // fixes, so results equal the scalar set's bit for bit. A
 // row's 16 lanes are four q-register accumulators (lanes 4a .. 4a+3 in
 // accumulator a); two rows go side by side for eight FMA chains.
@@ -101,9 +101,53 @@ struct DenseQ8Rows {
   }
 };
 
+// Q6_K rows against int8 activations (per 256 values): 16 codes at a time
+// rebuilt from a nibble and a 2-bit pair, made signed (q - 32), widening
+// products summed per 16-value group, times the group's scale, into an
+// exact int32 sum per block; one fma per block and row in block order.
+template <int R>
+struct DenseQ6Rows {
+  static inline int32x4_t group(int8x16_t q, int8x16_t x, int8_t scale) {
+    const int32x4_t s = vpaddq_s32(vpaddlq_s16(vmull_s8(vget_low_s8(q), vget_low_s8(x))),
+                                   vpaddlq_s16(vmull_s8(vget_high_s8(q), vget_high_s8(x))));
+    return vmulq_n_s32(s, int32_t(scale));
+  }
+  static inline void run(const uint8_t* w, int64_t rb, int64_t nb, const ActQ8K* a, float* out) {
+    float acc[R];
+    for (int r = 0; r < R; ++r) acc[r] = 0.0f;
+    const uint8x16_t m4 = vdupq_n_u8(0xF), m3 = vdupq_n_u8(3);
+    const int8x16_t k32 = vdupq_n_s8(32);
+    for (int64_t b = 0; b < nb; ++b) {
+      for (int r = 0; r < R; ++r) {
+        const BlockQ6_K* blk = reinterpret_cast<const BlockQ6_K*>(w + r * rb) + b;
+        int32x4_t sum = vdupq_n_s32(0);
+        for (int half = 0; half < 2; ++half)
+          for (int c = 0; c < 32; c += 16) {  // values 32 * j + c .. + 15 of this half
+            const uint8x16_t l0 = vld1q_u8(blk->ql + 64 * half + c), l1 = vld1q_u8(blk->ql + 64 * half + 32 + c);
+            const uint8x16_t h = vld1q_u8(blk->qh + 32 * half + c);
+            const uint8x16_t q[4] = {
+                vorrq_u8(vandq_u8(l0, m4), vshlq_n_u8(vandq_u8(h, m3), 4)),
+                vorrq_u8(vandq_u8(l1, m4), vshlq_n_u8(vandq_u8(vshrq_n_u8(h, 2), m3), 4)),
+                vorrq_u8(vshrq_n_u8(l0, 4), vshlq_n_u8(vandq_u8(vshrq_n_u8(h, 4), m3), 4)),
+                vorrq_u8(vshrq_n_u8(l1, 4), vshlq_n_u8(vshrq_n_u8(h, 6), 4))};
+            for (int j = 0; j < 4; ++j) {
+              const int i = 128 * half + 32 * j + c;
+              const int8x16_t qs = vsubq_s8(vreinterpretq_s8_u8(q[j]), k32);
+              sum = vaddq_s32(sum, group(qs, vld1q_s8(a[b].qs + i), blk->scales[i / 16]));
+            }
+          }
+        uint16_t dh;
+        std::memcpy(&dh, &blk->d, 2);
+        acc[r] = __builtin_fmaf(fp16_to_f32(dh) * a[b].d, float(vaddvq_s32(sum)), acc[r]);
+      }
+    }
+    for (int r = 0; r < R; ++r) out[r] = acc[r];
+  }
+};
+
 void dense_gemm_neon(const DenseMatrix& m, const float* x, int64_t n, float* y, int64_t ldy,
                      int64_t r0, int64_t r1) {
-  dense_gemm_driver<DenseRows, DenseQ8Rows, 2>(m, x, n, y, ldy, r0, r1);
+  dense_gemm_driver<DenseRows, DenseQ8Rows, DenseQ6Rows, 2>(m, x, n, y, ldy, r0, r1);
 }
 
 }  // namespace

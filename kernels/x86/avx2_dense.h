@@ -4,7 +4,8 @@
 // for bit. A row's 16 lanes are two ymm accumulators; four rows go side by
 // side so eight independent FMA chains hide the FMA latency, and each row
 // streams once from memory per call (a batch re-reads it from L1). Q8_0
-// rows multiply int8 activations instead (DenseQ8Rows), as llama.cpp does.
+// and Q6_K rows multiply int8 activations instead (DenseQ8Rows,
+// DenseQ6Rows), as llama.cpp does.
 //
 // Internal linkage for the reason avx2_common.h gives: each includer has its
 // own -m flags (which must include -mfma -mf16c).
@@ -120,9 +121,74 @@ struct DenseQ8Rows {
   }
 };
 
+// Q6_K rows against int8 activations (per 256 values), as llama.cpp's
+// AVX2 dot: the unsigned 6-bit codes (rebuilt from a nibble and a 2-bit
+// pair) times x with vpmaddubsw (63 * 127 * 2 fits int16), times the
+// 16-value groups' scales with vpmaddwd, less 32 * sum(scale * group sum of
+// x) for the codes' offset: the exact int32 sum per block, then one fma
+// per block and row in block order.
+template <int R>
+struct DenseQ6Rows {
+  static inline void run(const uint8_t* w, int64_t rb, int64_t nb, const ActQ8K* a, float* out) {
+    float acc[R];
+    for (int r = 0; r < R; ++r) acc[r] = 0.0f;
+    const __m256i m4 = _mm256_set1_epi8(0xF), m3 = _mm256_set1_epi8(3);
+    // Byte masks putting int16 scale 2j (of a lane-duplicated 8) in every
+    // int16 of the low 128 bits and scale 2j + 1 in the high ones.
+    __m256i pick[4];
+    for (int j = 0; j < 4; ++j)
+      pick[j] = _mm256_setr_epi8(
+          char(4 * j), char(4 * j + 1), char(4 * j), char(4 * j + 1), char(4 * j), char(4 * j + 1), char(4 * j),
+          char(4 * j + 1), char(4 * j), char(4 * j + 1), char(4 * j), char(4 * j + 1), char(4 * j), char(4 * j + 1),
+          char(4 * j), char(4 * j + 1), char(4 * j + 2), char(4 * j + 3), char(4 * j + 2), char(4 * j + 3),
+          char(4 * j + 2), char(4 * j + 3), char(4 * j + 2), char(4 * j + 3), char(4 * j + 2), char(4 * j + 3),
+          char(4 * j + 2), char(4 * j + 3), char(4 * j + 2), char(4 * j + 3), char(4 * j + 2), char(4 * j + 3));
+    for (int64_t b = 0; b < nb; ++b) {
+      const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[b].bsums));
+      for (int r = 0; r < R; ++r) {
+        for (int64_t o = 0; o < int64_t(sizeof(BlockQ6_K)); o += 64)  // a block spans 3-4 lines
+          prefetch_tile_row(w, rb, R, r, b * int64_t(sizeof(BlockQ6_K)) + o);
+        const BlockQ6_K* blk = reinterpret_cast<const BlockQ6_K*>(w + r * rb) + b;
+        const __m256i sc16 =
+            _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk->scales)));
+        // The offset: 32 * sum over groups of scale * (sum of x), as int32 lanes.
+        __m256i sum = _mm256_slli_epi32(_mm256_madd_epi16(sc16, bsums), 5);
+        sum = _mm256_sub_epi32(_mm256_setzero_si256(), sum);
+        for (int half = 0; half < 2; ++half) {
+          const __m256i scales = _mm256_permute2x128_si256(sc16, sc16, half ? 0x11 : 0x00);
+          const __m256i l0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk->ql + 64 * half));
+          const __m256i l1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk->ql + 64 * half + 32));
+          const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk->qh + 32 * half));
+          const __m256i q[4] = {
+              _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_slli_epi16(_mm256_and_si256(h, m3), 4)),
+              _mm256_or_si256(_mm256_and_si256(l1, m4),
+                              _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2), m3), 4)),
+              _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+                              _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 4), m3), 4)),
+              _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                              _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 6), m3), 4))};
+          for (int j = 0; j < 4; ++j) {
+            const __m256i xq =
+                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[b].qs + 128 * half + 32 * j));
+            const __m256i p = _mm256_maddubs_epi16(q[j], xq);
+            sum = _mm256_add_epi32(sum, _mm256_madd_epi16(p, _mm256_shuffle_epi8(scales, pick[j])));
+          }
+        }
+        __m128i v = _mm_add_epi32(_mm256_castsi256_si128(sum), _mm256_extracti128_si256(sum, 1));
+        v = _mm_add_epi32(v, _mm_shuffle_epi32(v, 0x4E));
+        v = _mm_add_epi32(v, _mm_shuffle_epi32(v, 0xB1));
+        uint16_t dh;
+        std::memcpy(&dh, &blk->d, 2);
+        acc[r] = __builtin_fmaf(_cvtsh_ss(dh) * a[b].d, float(_mm_cvtsi128_si32(v)), acc[r]);
+      }
+    }
+    for (int r = 0; r < R; ++r) out[r] = acc[r];
+  }
+};
+
 void dense_gemm_x86(const DenseMatrix& m, const float* x, int64_t n, float* y, int64_t ldy,
                     int64_t r0, int64_t r1) {
-  dense_gemm_driver<DenseRows, DenseQ8Rows, 4>(m, x, n, y, ldy, r0, r1);
+  dense_gemm_driver<DenseRows, DenseQ8Rows, DenseQ6Rows, 4>(m, x, n, y, ldy, r0, r1);
 }
 
 }  // namespace

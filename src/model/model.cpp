@@ -21,7 +21,8 @@ namespace {
 
 using gguf::TensorType;
 
-constexpr std::array kFloatTypes{TensorType::F32, TensorType::F16, TensorType::BF16, TensorType::Q8_0};
+constexpr std::array kFloatTypes{TensorType::F32, TensorType::F16, TensorType::BF16, TensorType::Q8_0,
+                                 TensorType::Q6_K};
 constexpr std::array kF32{TensorType::F32};
 constexpr std::array kTernaryTypes{TensorType::TQ2_0, TensorType::TQ1_0, TensorType::I2_S};
 constexpr std::array kPhaseTypes{TensorType::FAIRY2I};
@@ -268,6 +269,9 @@ void FloatMatrix::row(int64_t r, float* out) const {
       return;
     case gguf::TensorType::Q8_0:
       for (int64_t i = 0; i < cols; ++i) out[i] = q8_0_value(reinterpret_cast<const BlockQ8_0*>(p), i);
+      return;
+    case gguf::TensorType::Q6_K:
+      for (int64_t i = 0; i < cols; ++i) out[i] = q6_k_value(reinterpret_cast<const BlockQ6_K*>(p), i);
       return;
     default:
       break;

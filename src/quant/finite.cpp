@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 
 #include "tern/error.h"
@@ -41,6 +42,13 @@ int64_t find_nonfinite(gguf::TensorType t, const uint8_t* data, int64_t n) {
         uint16_t d;
         std::memcpy(&d, data + b * int64_t(sizeof(BlockQ8_0)), sizeof d);
         if ((d & 0x7c00u) == 0x7c00u) return b * QK8_0;
+      }
+      return -1;
+    case TensorType::Q6_K:
+      for (int64_t b = 0; b < n / QK_K; ++b) {
+        uint16_t d;
+        std::memcpy(&d, data + b * int64_t(sizeof(BlockQ6_K)) + offsetof(BlockQ6_K, d), sizeof d);
+        if ((d & 0x7c00u) == 0x7c00u) return b * QK_K;
       }
       return -1;
     default:

@@ -1,8 +1,8 @@
 // The dense (output head) kernels of every kernel set this CPU runs: the
-// scalar one against a double-precision dot product (Q8_0: of the int8
+// scalar one against a double-precision dot product (Q8_0, Q6_K: of the int8
 // activations it multiplies, within their rounding of the floats), every other one
 // against scalar bit for bit (kernels.h fixes the summation order, so the
-// logits do not depend on the kernel), on F32, F16, BF16 and Q8_0, on widths that
+// logits do not depend on the kernel), on F32, F16, BF16, Q8_0 and Q6_K, on widths that
 // are and are not multiples of 16, one row and many, one vector and a batch.
 #include <gtest/gtest.h>
 
@@ -51,6 +51,25 @@ Dense make_dense(TensorType type, int64_t rows, int64_t cols, uint32_t seed) {
     d.m = DenseMatrix{type, rows, cols, d.bytes.data()};
     return d;
   }
+  if (type == TensorType::Q6_K) {  // random codes and group scales over their whole ranges
+    std::uniform_int_distribution<int> code(0, 63), scale(-128, 127);
+    d.bytes.resize(n / QK_K * sizeof(BlockQ6_K));
+    auto* blocks = reinterpret_cast<BlockQ6_K*>(d.bytes.data());
+    for (size_t b = 0; b < n / QK_K; ++b) {
+      BlockQ6_K& blk = blocks[b];
+      std::memset(&blk, 0, sizeof blk);
+      blk.d = f32_to_fp16(std::ldexp(std::fabs(v(rng)) + 0.1f, e(rng) - 12));
+      for (int g = 0; g < 16; ++g) blk.scales[g] = int8_t(scale(rng));
+      for (int i = 0; i < QK_K; ++i) {
+        const int q = code(rng), half = i / 128, j = (i % 128) / 32, l = i % 32;
+        blk.ql[64 * half + l + 32 * (j & 1)] |= uint8_t((q & 0xF) << (j < 2 ? 0 : 4));
+        blk.qh[32 * half + l] |= uint8_t((q >> 4) << (2 * j));
+        d.exact[b * QK_K + size_t(i)] = double(fp16_to_f32(blk.d)) * blk.scales[i / 16] * (q - 32);
+      }
+    }
+    d.m = DenseMatrix{type, rows, cols, d.bytes.data()};
+    return d;
+  }
   d.bytes.resize(n * elem);
   for (size_t i = 0; i < n; ++i) {
     const float f = std::ldexp(v(rng), e(rng));
@@ -83,13 +102,29 @@ std::vector<float> random_vectors(int64_t n, int64_t cols, uint32_t seed) {
   return x;
 }
 
-constexpr TensorType kTypes[] = {TensorType::F32, TensorType::F16, TensorType::BF16, TensorType::Q8_0};
+constexpr TensorType kTypes[] = {TensorType::F32, TensorType::F16, TensorType::BF16, TensorType::Q8_0,
+                                 TensorType::Q6_K};
 constexpr int64_t kWidths[] = {1, 7, 16, 17, 100, 256, 1536, 2563};
 constexpr int64_t kQ8Widths[] = {32, 64, 96, 256, 1536, 2560};
-// Q8_0 rows are whole 32-value blocks.
+constexpr int64_t kQ6Widths[] = {256, 512, 1536, 2560};
+// Q8_0 rows are whole 32-value blocks, Q6_K rows whole 256-value ones.
 std::span<const int64_t> widths(TensorType t) {
   if (t == TensorType::Q8_0) return kQ8Widths;
+  if (t == TensorType::Q6_K) return kQ6Widths;
   return kWidths;
+}
+
+// The activations a quantized head multiplies, as values and as the step
+// of their rounding.
+template <class Act, int64_t QK>
+void int8_values(void (*quantize)(const float*, int64_t, Act*), const float* x, int64_t K,
+                 std::vector<double>& xs, std::vector<double>& step) {
+  std::vector<Act> a(size_t(K / QK));
+  quantize(x, K, a.data());
+  for (int64_t k = 0; k < K; ++k) {
+    xs[size_t(k)] = double(a[size_t(k / QK)].d) * a[size_t(k / QK)].qs[k % QK];
+    step[size_t(k)] = a[size_t(k / QK)].d;
+  }
 }
 
 TEST(DenseScalar, MatchesDoublePrecision) {
@@ -101,17 +136,11 @@ TEST(DenseScalar, MatchesDoublePrecision) {
       std::vector<float> y(size_t(n * M), NAN);
       scalar_kernels().dense_gemm(d.m, x.data(), n, y.data(), M, 0, M);
       for (int64_t i = 0; i < n; ++i) {
-        // A Q8_0 head multiplies the activations as quantize_act_q8 makes
-        // them, which moves each product by at most |w| * d_x / 2.
+        // A Q8_0 (Q6_K) head multiplies the activations as quantize_act_q8
+        // (q8k) makes them, which moves each product by at most |w| * d_x / 2.
         std::vector<double> xs(x.begin() + i * K, x.begin() + (i + 1) * K), step(size_t(K), 0.0);
-        if (type == TensorType::Q8_0) {
-          std::vector<ActQ8> a(size_t(K / QK8_0));
-          quantize_act_q8(x.data() + i * K, K, a.data());
-          for (int64_t k = 0; k < K; ++k) {
-            xs[size_t(k)] = double(a[size_t(k / QK8_0)].d) * a[size_t(k / QK8_0)].qs[k % QK8_0];
-            step[size_t(k)] = a[size_t(k / QK8_0)].d;
-          }
-        }
+        if (type == TensorType::Q8_0) int8_values<ActQ8, QK8_0>(quantize_act_q8, x.data() + i * K, K, xs, step);
+        if (type == TensorType::Q6_K) int8_values<ActQ8K, QK_K>(quantize_act_q8k, x.data() + i * K, K, xs, step);
         for (int64_t r = 0; r < M; ++r) {
           double want = 0, mag = 0, exact = 0, bound = 0;
           for (int64_t k = 0; k < K; ++k) {
@@ -186,7 +215,7 @@ TEST_P(DenseSets, RowRangesWriteOnlyTheirRows) {
 TEST_P(DenseSets, RowStrideViewsEqualDenseRows) {
   for (TensorType type : kTypes)
     for (int64_t K : widths(type)) {
-      const int64_t M = 7, W = K + (type == TensorType::Q8_0 ? 64 : 19), n = 3;
+      const int64_t M = 7, W = K + (type == TensorType::Q8_0 ? 64 : type == TensorType::Q6_K ? 256 : 19), n = 3;
       const Dense wide = make_dense(type, M, W, uint32_t(K + 3));
       const int64_t wide_rb = dense_row_bytes(type, W), rb = dense_row_bytes(type, K);
       std::vector<uint8_t> packed(size_t(M * rb));
@@ -213,6 +242,10 @@ TEST_P(DenseSets, BadCallsAreErrors) {
   const Dense q = make_dense(TensorType::Q8_0, 2, 64, 2);
   DenseMatrix bad = q.m;
   bad.cols = 48;  // not whole Q8_0 blocks
+  EXPECT_THROW(set().dense_gemm(bad, x.data(), 1, y.data(), 2, 0, 2), Error);
+  const Dense q6 = make_dense(TensorType::Q6_K, 2, 512, 2);
+  bad = q6.m;
+  bad.cols = 384;  // not whole Q6_K blocks
   EXPECT_THROW(set().dense_gemm(bad, x.data(), 1, y.data(), 2, 0, 2), Error);
   bad = d.m;
   bad.type = TensorType::TQ2_0;

@@ -454,16 +454,21 @@ TEST(Q8_0, QuantizesAsLlamaCppReference) {
   EXPECT_EQ(q[1].d, 0);
 }
 
-TEST(Q8_0, RefusesBadRows) {
-  std::vector<float> x(64, 1.0f);
-  std::vector<BlockQ8_0> q(2);
-  EXPECT_THROW(quantize_q8_0_row(x.data(), 48, q.data()), Error);
-  EXPECT_THROW(quantize_q8_0_row(x.data(), 0, q.data()), Error);
-  x[40] = std::numeric_limits<float>::infinity();
-  EXPECT_THROW(quantize_q8_0_row(x.data(), 64, q.data()), Error);
-  x[40] = std::nanf("");
-  EXPECT_THROW(quantize_q8_0_row(x.data(), 64, q.data()), Error);
+// Rows that are not whole blocks, and non-finite values, are errors.
+template <class Block>
+void refuses_bad_rows(void (*quantize)(const float*, int64_t, Block*), int64_t block) {
+  std::vector<float> x(size_t(2 * block), 1.0f);
+  std::vector<Block> q(2);
+  EXPECT_THROW(quantize(x.data(), block + block / 2, q.data()), Error);
+  EXPECT_THROW(quantize(x.data(), 0, q.data()), Error);
+  x[size_t(block + 3)] = std::numeric_limits<float>::infinity();
+  EXPECT_THROW(quantize(x.data(), 2 * block, q.data()), Error);
+  x[size_t(block + 3)] = std::nanf("");
+  EXPECT_THROW(quantize(x.data(), 2 * block, q.data()), Error);
 }
+
+TEST(Q8_0, RefusesBadRows) { refuses_bad_rows(quantize_q8_0_row, QK8_0); }
+TEST(Q6_K, RefusesBadRows) { refuses_bad_rows(quantize_q6_k_row, QK_K); }
 
 TEST(Q8_0, ActivationsKeepTheirF32Scale) {
   std::vector<float> x(64);
@@ -479,4 +484,79 @@ TEST(Q8_0, ActivationsKeepTheirF32Scale) {
     EXPECT_LE(a[1].qs[j], 127);
   }
   EXPECT_EQ(a[1].qs[8], 0);
+}
+
+// The Q6_K layout as llama.cpp's dequantize_row_q6_K walks it: per half of
+// 128 values, four runs of 32 whose nibbles come from ql[l] (low, high) and
+// ql[l + 32] (low, high) and whose top bits are qh[l]'s pairs 0-1, 2-3,
+// 4-5, 6-7; the scale of value i is scales[i / 16].
+TEST(Q6_K, CodesFollowLlamaCppLayout) {
+  std::mt19937 rng(11);
+  BlockQ6_K b;
+  for (uint8_t& v : b.ql) v = uint8_t(rng());
+  for (uint8_t& v : b.qh) v = uint8_t(rng());
+  for (int8_t& v : b.scales) v = int8_t(rng());
+  b.d = f32_to_fp16(0.03125f);
+  for (int half = 0; half < 2; ++half)
+    for (int l = 0; l < 32; ++l) {
+      const uint8_t* ql = b.ql + 64 * half;
+      const uint8_t h = b.qh[32 * half + l];
+      const int want[4] = {((ql[l] & 0xF) | ((h & 3) << 4)) - 32, ((ql[l + 32] & 0xF) | (((h >> 2) & 3) << 4)) - 32,
+                           ((ql[l] >> 4) | (((h >> 4) & 3) << 4)) - 32, ((ql[l + 32] >> 4) | (((h >> 6) & 3) << 4)) - 32};
+      for (int j = 0; j < 4; ++j) {
+        const int i = 128 * half + 32 * j + l;
+        ASSERT_EQ(q6_k_code(b, i), want[j]) << i;
+        EXPECT_EQ(q6_k_value(&b, i), 0.03125f * float(b.scales[8 * half + 2 * j + l / 16] * want[j])) << i;
+      }
+    }
+}
+
+TEST(Q6_K, QuantizesWithinHalfAStepOfItsGroupScale) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> v(0.0f, 1.0f);
+  std::vector<float> x(3 * 256);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = v(rng) * (i < 256 ? 0.01f : 3.0f);
+  std::fill(x.begin() + 256 + 32, x.begin() + 256 + 48, 0.0f);  // an all-zero group
+  x[600] = -40.0f;                                                // one outlier
+  std::vector<BlockQ6_K> q(3);
+  quantize_q6_k_row(x.data(), int64_t(x.size()), q.data());
+  double err2 = 0, x2 = 0;
+  for (int64_t i = 0; i < int64_t(x.size()); ++i) {
+    const BlockQ6_K& b = q[size_t(i / 256)];
+    const float step = std::fabs(fp16_to_f32(b.d) * float(b.scales[(i % 256) / 16]));
+    const float got = q6_k_value(q.data(), i);
+    // Half a step, unless the code saturated at -32 or 31 (the group's
+    // largest value, when its int8 scale was rounded down).
+    const int code = q6_k_code(b, int(i % 256));
+    if (code > -32 && code < 31) {
+      EXPECT_LE(std::fabs(got - x[size_t(i)]), 0.5f * step * 1.001f + 1e-12f) << i;
+    }
+    err2 += double(got - x[size_t(i)]) * double(got - x[size_t(i)]);
+    x2 += double(x[size_t(i)]) * double(x[size_t(i)]);
+  }
+  for (int i = 256 + 32; i < 256 + 48; ++i) EXPECT_EQ(q6_k_value(q.data(), i), 0.0f) << i;
+  // 6 bits on Gaussian groups: a step of max/32, an RMS error of about 2%.
+  EXPECT_LT(std::sqrt(err2 / x2), 0.03);
+  EXPECT_NEAR(q6_k_value(q.data(), 600), -40.0f, 0.5f);
+}
+
+TEST(Q6_K, ZeroBlockIsAllZero) {
+  std::vector<float> x(256, 0.0f);
+  BlockQ6_K q;
+  std::memset(&q, 0xAB, sizeof q);
+  quantize_q6_k_row(x.data(), 256, &q);
+  EXPECT_EQ(q.d, 0);
+  for (int i = 0; i < 256; ++i) EXPECT_EQ(q6_k_value(&q, i), 0.0f);
+}
+
+TEST(Q6_K, ActivationsPer256Values) {
+  std::vector<float> x(512);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = float(i % 256) - 100.5f;
+  x[300] = std::nanf("");
+  std::vector<ActQ8K> a(2);
+  quantize_act_q8k(x.data(), 512, a.data());
+  EXPECT_EQ(a[0].d, 154.5f / 127.0f);
+  EXPECT_EQ(a[0].qs[255], 127);
+  EXPECT_EQ(a[0].qs[0], int8_t(std::round(-100.5f * (1.0f / a[0].d))));
+  EXPECT_EQ(a[1].qs[300 - 256], 0);
 }

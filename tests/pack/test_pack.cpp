@@ -426,6 +426,17 @@ TEST(Packer, HeadAndEmbeddingTypes) {
     EXPECT_EQ(stored, f32_to_bf16_rne(emb[5]));
   }
   {
+    const gguf::File f = pack(untied, TensorType::Q6_K, TensorType::Q6_K);
+    EXPECT_EQ(f.find_tensor("token_embd.weight")->type, TensorType::Q6_K);
+    const std::vector<float> src = source(untied, "lm_head.weight");
+    const gguf::TensorInfo* t = f.find_tensor("output.weight");
+    ASSERT_EQ(t->type, TensorType::Q6_K);
+    const uint64_t K = t->dims[0], rb = gguf::row_bytes(TensorType::Q6_K, K);
+    std::vector<BlockQ6_K> want(K / QK_K);
+    quantize_q6_k_row(&src[3 * K], int64_t(K), want.data());
+    EXPECT_EQ(std::memcmp(t->data + 3 * rb, want.data(), rb), 0);
+  }
+  {
     const gguf::File f = pack(tied, TensorType::Q8_0, std::nullopt);
     EXPECT_EQ(f.find_tensor("output.weight"), nullptr);
     EXPECT_EQ(f.find_tensor("token_embd.weight")->type, TensorType::Q8_0);

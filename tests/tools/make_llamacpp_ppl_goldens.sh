@@ -3,7 +3,8 @@
 # the text each family test samples (reference.py sample --seed 1 --n 63
 # --prompt 1, all 63 tokens after the BOS scored, one sequence, no BOS added)
 # on both of tern's packs (tq2_0.gguf, tq1_0.gguf) of every family llama.cpp
-# loads (arch llama: falcon3, llama3-1.58, trilm). llama.cpp runs as its users
+# loads (arch llama: falcon3, llama3-1.58, trilm), and on llama3-1.58 packed
+# with a Q6_K head (q6_k-head.gguf). llama.cpp runs as its users
 # run it: tests/tools/llamacpp_perplexity.mjs, CPU, default f16 KV cache.
 # tests/model/test_llamacpp_agreement.cpp checks tern and reference.py
 # --mutate llamacpp against the file in CI, without node or network.
@@ -26,7 +27,9 @@ trap 'rm -rf "$tmp"' EXIT
 for fam in falcon3 llama3-1.58 trilm; do
   /usr/bin/python3 "$here/families/reference.py" "$models/family-$fam/hf" \
     sample --seed 1 --n 63 --prompt 1 "$tmp/$fam.ids"
-  for file in tq2_0 tq1_0; do
+  files="tq2_0 tq1_0"
+  [ "$fam" = llama3-1.58 ] && files="$files q6_k-head"
+  for file in $files; do
     node "$here/llamacpp_perplexity.mjs" "$models/family-$fam/$file.gguf" "$tmp/$fam.ids" \
       --first 1 --kv f16 >"$tmp/$fam.$file.json"
   done
@@ -40,7 +43,7 @@ tmp, out, commit = sys.argv[1:]
 entries, version = [], None
 for fam in ["falcon3", "llama3-1.58", "trilm"]:
     ids = [int(t) for t in open("%s/%s.ids" % (tmp, fam)).read().split(",")]
-    for file in ["tq2_0", "tq1_0"]:
+    for file in ["tq2_0", "tq1_0"] + (["q6_k-head"] if fam == "llama3-1.58" else []):
         r = json.load(open("%s/%s.%s.json" % (tmp, fam, file)))
         assert r["n_scored"] == len(ids) - 1 and r["kv"] == "f16", r
         v = "%s, node-llama-cpp %s" % (r["llama_cpp"], r["node_llama_cpp"])

@@ -32,6 +32,10 @@ for fam in bitnet-2b4t bitnet-2b4t-bf16 falcon3 llama3-1.58 1bitllm 1bitllm-3b t
   "$tern" pack "$out/family-$fam/hf" -o "$out/family-$fam/tq2_0.gguf" --type tq2_0 --verify >/dev/null
   "$tern" pack "$out/family-$fam/hf" -o "$out/family-$fam/tq1_0.gguf" --type tq1_0 --verify >/dev/null
 done
+# A Q6_K head, the type llama-quantize gives heads by default: llama.cpp's
+# perplexity of it is a golden (tests/model/test_llamacpp_agreement.cpp).
+"$tern" pack "$out/family-llama3-1.58/hf" -o "$out/family-llama3-1.58/q6_k-head.gguf" --output-type q6_k \
+  --verify >/dev/null
 # Fairy2i: a tiny LLaMA-2-layout BF16 checkpoint with the quantizer's edge
 # cases planted, packed as W2 and with one stage (tests/model/test_fairy2i.cpp).
 /usr/bin/python3 "$here/fairy2i/make_checkpoint.py" "$out/fairy2i/hf" --seed 5

@@ -18,9 +18,9 @@ void add_pack(CLI::App& app) {
   CLI::Option* type_opt = cmd->add_option("--type", *type, "tq2_0 (2 bits/weight, default) or tq1_0 (1.69)")
       ->check(CLI::IsMember({"tq2_0", "tq1_0"}, CLI::ignore_case));
   auto head = std::make_shared<std::string>(), embd = std::make_shared<std::string>();
-  const std::vector<std::string> float_types{"f32", "f16", "bf16", "q8_0"};
+  const std::vector<std::string> float_types{"f32", "f16", "bf16", "q8_0", "q6_k"};
   cmd->add_option("--output-type", *head,
-                  "output head type: f32, f16, bf16 or q8_0 (default: the source's, lossless)")
+                  "output head type: f32, f16, bf16, q8_0 or q6_k (default: the source's, lossless)")
       ->check(CLI::IsMember(float_types, CLI::ignore_case));
   cmd->add_option("--token-embedding-type", *embd,
                   "token embedding type, as --output-type (tied embeddings follow --output-type)")
@@ -49,6 +49,7 @@ void add_pack(CLI::App& app) {
       if (s == "f32") return gguf::TensorType::F32;
       if (s == "f16") return gguf::TensorType::F16;
       if (s == "bf16") return gguf::TensorType::BF16;
+      if (s == "q6_k") return gguf::TensorType::Q6_K;
       return gguf::TensorType::Q8_0;  // the only other name the check lets through
     };
     o->output_type = float_type(*head);

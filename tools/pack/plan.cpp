@@ -118,8 +118,8 @@ PackInputs load_inputs(const PackOptions& o) {
   in.chunk_floats = std::max<uint64_t>(1, o.chunk_floats);
   for (const auto& t : {o.output_type, o.embedding_type})
     if (t && *t != TensorType::F32 && *t != TensorType::F16 && *t != TensorType::BF16 &&
-        *t != TensorType::Q8_0)
-      throw Error("pack: the head and embedding types are F32, F16, BF16 or Q8_0, not " +
+        *t != TensorType::Q8_0 && *t != TensorType::Q6_K)
+      throw Error("pack: the head and embedding types are F32, F16, BF16, Q8_0 or Q6_K, not " +
                   std::string(gguf::traits(*t).name));
   in.output_type = o.output_type;
   in.embedding_type = o.embedding_type;
@@ -301,10 +301,10 @@ void analyze(const PackInputs& in, PlanTensor& t, TensorType ternary_type) {
     return;
   }
   if (const std::optional<TensorType> want = requested_type(in, t)) {
-    if (*want == TensorType::Q8_0 && t.cols % QK8_0 != 0)
+    if (const uint64_t block = gguf::traits(*want).block_size; t.cols % block != 0)
       throw file_error(t.src->file->path(), "tensor '" + t.src_name + "' rows of " + std::to_string(t.cols) +
-                                                " values cannot be Q8_0 (whole blocks of " +
-                                                std::to_string(QK8_0) + ")");
+                                                " values cannot be " + gguf::traits(*want).name +
+                                                " (whole blocks of " + std::to_string(block) + ")");
     t.type = *want;
     return;
   }
@@ -386,13 +386,17 @@ std::vector<uint8_t> encode_float(const PlanTensor& t, std::span<const float> va
     std::memcpy(out.data(), values.data(), out.size());
     return out;
   }
-  if (t.type == TensorType::Q8_0) {  // whole rows: for_each_chunk gives no less
-    const uint64_t rows = values.size() / t.cols, rb = gguf::row_bytes(TensorType::Q8_0, t.cols);
+  if (t.type == TensorType::Q8_0 || t.type == TensorType::Q6_K) {  // whole rows: for_each_chunk gives no less
+    const uint64_t rows = values.size() / t.cols, rb = gguf::row_bytes(t.type, t.cols);
     out.resize(rows * rb);
     for (uint64_t r = 0; r < rows; ++r) {
       try {
-        quantize_q8_0_row(values.data() + r * t.cols, int64_t(t.cols),
-                          reinterpret_cast<BlockQ8_0*>(out.data() + r * rb));
+        if (t.type == TensorType::Q8_0)
+          quantize_q8_0_row(values.data() + r * t.cols, int64_t(t.cols),
+                            reinterpret_cast<BlockQ8_0*>(out.data() + r * rb));
+        else
+          quantize_q6_k_row(values.data() + r * t.cols, int64_t(t.cols),
+                            reinterpret_cast<BlockQ6_K*>(out.data() + r * rb));
       } catch (const Error& e) {
         throw file_error(t.src->file->path(), "tensor '" + t.src_name + "' chunk row " + std::to_string(r) +
                                                   ": " + e.what());
