@@ -113,6 +113,23 @@ inline float q6_k_value(const BlockQ6_K* row, int64_t k) {
 // the 16 scales then quantized to int8 against their largest.
 void quantize_q6_k_row(const float* x, int64_t n, BlockQ6_K* out);
 
+// llama.cpp's Q4_K, the type llama-quantize gives the token embeddings of
+// TQ1_0/TQ2_0 files by default: 256 values in 8 groups of 32, value =
+// fp16(d) * sc * q - fp16(dmin) * m, q a nibble (values 64j .. 64j + 31 in
+// the low nibbles of qs[32j ..], the next 32 in the high ones), the 6-bit
+// sc and m of each group packed into `scales` as llama.cpp's
+// get_scale_min_k4 unpacks them. tern reads it as an embedding only (a
+// row per token), never as a head.
+struct BlockQ4_K {
+  uint16_t d, dmin;  // fp16
+  uint8_t scales[12];
+  uint8_t qs[QK_K / 2];
+};
+static_assert(sizeof(BlockQ4_K) == 144, "Q4_K block must be 144 bytes");
+// The n values (n % QK_K == 0) of a row, as llama.cpp's dequantize_row_q4_K
+// computes them (the same f32 operations, so the same floats).
+void dequantize_q4_k_row(const BlockQ4_K* row, int64_t n, float* out);
+
 // Activations a K-quant head multiplies (llama.cpp's Q8_K with an f32
 // scale): per 256 values d = max|x| / 127, q = round(x / d) in [-127, 127]
 // (NaN as 0), computed by this one function for every kernel set.

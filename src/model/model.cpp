@@ -21,8 +21,12 @@ namespace {
 
 using gguf::TensorType;
 
-constexpr std::array kFloatTypes{TensorType::F32, TensorType::F16, TensorType::BF16, TensorType::Q8_0,
-                                 TensorType::Q6_K};
+// Heads in what the dense kernels multiply; embeddings (a row per token)
+// also in Q4_K, llama-quantize's default for them in TQ1_0/TQ2_0 files.
+constexpr std::array kHeadTypes{TensorType::F32, TensorType::F16, TensorType::BF16, TensorType::Q8_0,
+                                TensorType::Q6_K};
+constexpr std::array kEmbeddingTypes{TensorType::F32,  TensorType::F16,  TensorType::BF16,
+                                     TensorType::Q8_0, TensorType::Q6_K, TensorType::Q4_K};
 constexpr std::array kF32{TensorType::F32};
 constexpr std::array kTernaryTypes{TensorType::TQ2_0, TensorType::TQ1_0, TensorType::I2_S};
 constexpr std::array kPhaseTypes{TensorType::FAIRY2I};
@@ -97,10 +101,10 @@ Config read_config(const gguf::File& f) {
   return c;
 }
 
-FloatMatrix float_matrix(const gguf::File& f, const std::string& name, int64_t rows,
-                         int64_t cols) {
+FloatMatrix float_matrix(const gguf::File& f, const std::string& name, int64_t rows, int64_t cols,
+                         std::span<const TensorType> types = kHeadTypes) {
   const std::array<uint64_t, 2> dims{uint64_t(cols), uint64_t(rows)};
-  const gguf::TensorInfo& t = f.tensor(name, kFloatTypes, dims);
+  const gguf::TensorInfo& t = f.tensor(name, types, dims);
   return FloatMatrix{{t.type, rows, cols, t.data}};
 }
 
@@ -262,7 +266,7 @@ int64_t phase_bytes(const PhaseMatrix& p) {
 }  // namespace
 
 void FloatMatrix::row(int64_t r, float* out) const {
-  const uint8_t* p = static_cast<const uint8_t*>(data) + r * dense_row_bytes(type, cols);
+  const uint8_t* p = static_cast<const uint8_t*>(data) + r * int64_t(gguf::row_bytes(type, uint64_t(cols)));
   switch (type) {
     case gguf::TensorType::F32:
       std::memcpy(out, p, size_t(cols) * sizeof(float));
@@ -272,6 +276,9 @@ void FloatMatrix::row(int64_t r, float* out) const {
       return;
     case gguf::TensorType::Q6_K:
       for (int64_t i = 0; i < cols; ++i) out[i] = q6_k_value(reinterpret_cast<const BlockQ6_K*>(p), i);
+      return;
+    case gguf::TensorType::Q4_K:
+      dequantize_q4_k_row(reinterpret_cast<const BlockQ4_K*>(p), cols, out);
       return;
     default:
       break;
@@ -393,7 +400,7 @@ Model::Model(gguf::File f) : file_(std::move(f)) {}
 // so every row is checked, spread over the pool: the scan runs near
 // memory speed, and the head is read by every token anyway.
 void Model::check_finite(const gguf::File& f, const std::string& name, const FloatMatrix& m) {
-  const int64_t rb = dense_row_bytes(m.type, m.cols);
+  const int64_t rb = int64_t(gguf::row_bytes(m.type, uint64_t(m.cols)));
   std::vector<int64_t> bad(size_t(pool_->size()), -1);
   pool_->run([&](int t) {
     pool_->for_chunks(m.rows, 256, [&](int64_t r0, int64_t r1) {
@@ -444,7 +451,7 @@ std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
     throw file_error(path, "tensor 'token_embd.weight' has shape " + emb->shape_string() +
                                ", expected [" + std::to_string(c.dim) + ", n_vocab]");
   c.vocab_size = int(emb->dims[1]);
-  w.token_embd = float_matrix(f, "token_embd.weight", c.vocab_size, c.dim);
+  w.token_embd = float_matrix(f, "token_embd.weight", c.vocab_size, c.dim, kEmbeddingTypes);
 
   w.layers.resize(size_t(c.n_layers));
   // Layers load in parallel: checking every row's codes and scales, and a
@@ -468,6 +475,9 @@ std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
   c.tied_output = !c.phase && f.find_tensor("output.weight") == nullptr;
   if (c.phase) w.output_phase = load_phase(f, "output.weight", c.vocab_size, c.dim);
   else w.output = c.tied_output ? w.token_embd : float_matrix(f, "output.weight", c.vocab_size, c.dim);
+  if (c.tied_output && w.token_embd.type == TensorType::Q4_K)
+    throw file_error(path, "tensor 'token_embd.weight' is Q4_K and, with no 'output.weight', also the output head; "
+                           "tern multiplies heads in F32, F16, BF16, Q8_0 or Q6_K");
   m->check_finite(f, "token_embd.weight", w.token_embd);
   if (!c.tied_output) {
     // An untied embedding is read a row per token: the scan must not leave

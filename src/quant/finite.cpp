@@ -44,6 +44,13 @@ int64_t find_nonfinite(gguf::TensorType t, const uint8_t* data, int64_t n) {
         if ((d & 0x7c00u) == 0x7c00u) return b * QK8_0;
       }
       return -1;
+    case TensorType::Q4_K:  // d and dmin, the first two fp16 of a block
+      for (int64_t b = 0; b < n / QK_K; ++b) {
+        uint16_t h[2];
+        std::memcpy(h, data + b * int64_t(sizeof(BlockQ4_K)), sizeof h);
+        if ((h[0] & 0x7c00u) == 0x7c00u || (h[1] & 0x7c00u) == 0x7c00u) return b * QK_K;
+      }
+      return -1;
     case TensorType::Q6_K:
       for (int64_t b = 0; b < n / QK_K; ++b) {
         uint16_t d;

@@ -41,6 +41,16 @@ std::vector<float> logits(const std::string& path, const std::string& kernel = "
   return {s.begin(), s.end()};
 }
 
+// The one-line error loading `path` gives ("loaded" if it loads).
+std::string load_error(const std::string& path) {
+  try {
+    tern::Model::load(path);
+  } catch (const tern::Error& e) {
+    return e.what();
+  }
+  return "loaded";
+}
+
 // bitnet.cpp's quantize_i2_s layout, from its source: the tensor flattened
 // row after row into 128-weight blocks of 32 bytes, weight j of a block in
 // byte j % 32 at bits 6 - 2 * (j / 32), code = trit + 1; then 32 bytes whose
@@ -99,15 +109,10 @@ TEST(ForeignGguf, I2sCodeThreeIsRefusedWithTensorAndRow) {
   const std::string i2s = (dir / "bad.gguf").string();
   // Trit +2 encodes as code 3; put it at row 1, column 5 of every linear.
   write_i2s("bitnet-2b4t", i2s, [](std::vector<int8_t>& trits) { trits[256 + 5] = 2; });
-  try {
-    tern::Model::load(i2s);
-    FAIL() << "loaded a file with I2_S code 3";
-  } catch (const tern::Error& e) {
-    EXPECT_NE(std::string(e.what()).find("bad.gguf: tensor 'blk.0.attn_q.weight' row 1 column 5 "
-                                         "holds I2_S code 3"),
-              std::string::npos)
-        << e.what();
-  }
+  const std::string err = load_error(i2s);
+  EXPECT_NE(err.find("bad.gguf: tensor 'blk.0.attn_q.weight' row 1 column 5 holds I2_S code 3"),
+            std::string::npos)
+      << err;
 }
 
 TEST(ForeignGguf, IkBitnetTypeIsNamedInTheError) {
@@ -120,14 +125,8 @@ TEST(ForeignGguf, IkBitnetTypeIsNamedInTheError) {
                  type = TensorType::IQ2_BN;  // 16 bytes per 64 weights
                  bytes.assign(t.n_elements() / 64 * 16, 0);
                });
-  try {
-    tern::Model::load(path);
-    FAIL() << "loaded IQ2_BN";
-  } catch (const tern::Error& e) {
-    EXPECT_NE(std::string(e.what()).find("is ik_llama.cpp's IQ2_BN, which tern does not read"),
-              std::string::npos)
-        << e.what();
-  }
+  const std::string err = load_error(path);
+  EXPECT_NE(err.find("is ik_llama.cpp's IQ2_BN, which tern does not read"), std::string::npos) << err;
 }
 
 // A file as llama.cpp's converter and llama-quantize leave it: no tern.*
@@ -149,6 +148,147 @@ TEST_P(LlamaCppTq, RunsWithoutTernKeys) {
   const auto got = logits(stripped);
   ASSERT_EQ(got.size(), want.size());
   EXPECT_EQ(got, want);
+}
+
+// llama-quantize's mix for TQ2_0 files: a Q4_K token embedding and a Q6_K
+// head. The Q4_K encoder here follows the format (llama.cpp's
+// block_q4_K); the decoder follows llama.cpp's dequantize_row_q4_K loop,
+// written here apart from tern's, so a misread shows as different logits.
+std::vector<uint8_t> encode_q4_k(const std::vector<float>& x) {
+  std::vector<uint8_t> out(x.size() / 256 * sizeof(tern::BlockQ4_K));
+  for (size_t b = 0; b < x.size() / 256; ++b) {
+    const float* v = x.data() + 256 * b;
+    float sc[8], mn[8], max_sc = 0, max_mn = 0;
+    for (int g = 0; g < 8; ++g) {
+      const float lo = std::min(0.0f, *std::min_element(v + 32 * g, v + 32 * g + 32));
+      const float hi = *std::max_element(v + 32 * g, v + 32 * g + 32);
+      sc[g] = (hi - lo) / 15;
+      mn[g] = -lo;
+      max_sc = std::max(max_sc, sc[g]);
+      max_mn = std::max(max_mn, mn[g]);
+    }
+    tern::BlockQ4_K blk{};
+    blk.d = tern::f32_to_fp16(max_sc / 63);
+    blk.dmin = tern::f32_to_fp16(max_mn / 63);
+    const float d = tern::fp16_to_f32(blk.d), dmin = tern::fp16_to_f32(blk.dmin);
+    int isc[8], imn[8];
+    for (int g = 0; g < 8; ++g) {
+      isc[g] = d > 0 ? std::min(63, int(std::lround(sc[g] / d))) : 0;
+      imn[g] = dmin > 0 ? std::min(63, int(std::lround(mn[g] / dmin))) : 0;
+    }
+    for (int j = 0; j < 4; ++j) {
+      blk.scales[j] = uint8_t(isc[j] | ((isc[j + 4] >> 4) << 6));
+      blk.scales[j + 4] = uint8_t(imn[j] | ((imn[j + 4] >> 4) << 6));
+      blk.scales[j + 8] = uint8_t((isc[j + 4] & 0xF) | ((imn[j + 4] & 0xF) << 4));
+    }
+    for (int i = 0; i < 256; ++i) {
+      const int g = i / 32;
+      const float step = d * float(isc[g]);
+      const int q = step > 0 ? std::clamp(int(std::lround((v[i] + dmin * float(imn[g])) / step)), 0, 15) : 0;
+      blk.qs[32 * (i / 64) + i % 32] |= uint8_t(i % 64 < 32 ? q : q << 4);
+    }
+    std::memcpy(out.data() + b * sizeof blk, &blk, sizeof blk);
+  }
+  return out;
+}
+
+std::vector<float> decode_q4_k(const uint8_t* bytes, size_t n) {
+  std::vector<float> y(n);
+  float* out = y.data();
+  for (size_t b = 0; b < n / 256; ++b) {
+    tern::BlockQ4_K x;
+    std::memcpy(&x, bytes + b * sizeof x, sizeof x);
+    const float d = tern::fp16_to_f32(x.d), min = tern::fp16_to_f32(x.dmin);
+    const uint8_t* q = x.qs;
+    auto get = [&](int j, uint8_t& sc, uint8_t& m) {
+      if (j < 4) {
+        sc = x.scales[j] & 63;
+        m = x.scales[j + 4] & 63;
+      } else {
+        sc = uint8_t((x.scales[j + 4] & 0xF) | ((x.scales[j - 4] >> 6) << 4));
+        m = uint8_t((x.scales[j + 4] >> 4) | ((x.scales[j] >> 6) << 4));
+      }
+    };
+    for (int j = 0, is = 0; j < 256; j += 64, is += 2, q += 32) {
+      uint8_t sc, m;
+      get(is, sc, m);
+      const float d1 = d * sc, m1 = min * m;
+      get(is + 1, sc, m);
+      const float d2 = d * sc, m2 = min * m;
+      for (int l = 0; l < 32; ++l) *out++ = d1 * (q[l] & 0xF) - m1;
+      for (int l = 0; l < 32; ++l) *out++ = d2 * (q[l] >> 4) - m2;
+    }
+  }
+  return y;
+}
+
+std::vector<float> floats_of(const tern::gguf::TensorInfo& t) {
+  std::vector<float> v(t.n_elements());
+  for (size_t i = 0; i < v.size(); ++i) {
+    uint16_t h;
+    std::memcpy(&h, t.data + 2 * i, 2);
+    v[i] = t.type == TensorType::F16 ? tern::fp16_to_f32(h) : tern::bf16_to_f32(h);
+  }
+  return v;
+}
+
+TEST(ForeignGguf, LlamaQuantizeMixQ4kEmbeddingQ6kHead) {
+  const fs::path dir = tern::test::test_dir();
+  const std::string mix = (dir / "q4k-q6k.gguf").string(), want = (dir / "f32-q6k.gguf").string();
+  // `as_f32`: the embedding as the F32 values the decoder above gives.
+  auto write = [&](const std::string& dst, bool as_f32) {
+    rewrite_file(fixture("llama3-1.58", "tq2_0.gguf"), dst, {},
+                 [&](const tern::gguf::TensorInfo& t, const tern::gguf::File&, TensorType& type,
+                     std::vector<uint8_t>& bytes) {
+                   if (t.name == "token_embd.weight") {
+                     ASSERT_TRUE(t.type == TensorType::F16 || t.type == TensorType::BF16);
+                     bytes = encode_q4_k(floats_of(t));
+                     type = TensorType::Q4_K;
+                     if (as_f32) {
+                       const std::vector<float> v = decode_q4_k(bytes.data(), t.n_elements());
+                       const std::vector<float> src = floats_of(t);
+                       double err = 0, mag = 0;  // the encoder is sane: 4 bits, about 7% RMS
+                       for (size_t i = 0; i < v.size(); ++i) {
+                         err += double(v[i] - src[i]) * double(v[i] - src[i]);
+                         mag += double(src[i]) * double(src[i]);
+                       }
+                       ASSERT_LT(std::sqrt(err / mag), 0.15);
+                       bytes.assign(reinterpret_cast<const uint8_t*>(v.data()),
+                                    reinterpret_cast<const uint8_t*>(v.data() + v.size()));
+                       type = TensorType::F32;
+                     }
+                   } else if (t.name == "output.weight") {
+                     const std::vector<float> v = floats_of(t);
+                     bytes.assign(v.size() / 256 * sizeof(tern::BlockQ6_K), 0);
+                     tern::quantize_q6_k_row(v.data(), int64_t(v.size()),
+                                             reinterpret_cast<tern::BlockQ6_K*>(bytes.data()));
+                     type = TensorType::Q6_K;
+                   }
+                 });
+  };
+  write(mix, false);
+  write(want, true);
+  const auto got = logits(mix), expect = logits(want);
+  ASSERT_EQ(got.size(), expect.size());
+  EXPECT_EQ(got, expect);
+  EXPECT_NE(got, logits(fixture("llama3-1.58", "tq2_0.gguf")));  // the mix did change the model
+}
+
+// A tied model's embedding is its head, which tern does not multiply in Q4_K.
+TEST(ForeignGguf, TiedQ4kHeadIsRefused) {
+  const std::string path = (tern::test::test_dir() / "tied-q4k.gguf").string();
+  rewrite_file(fixture("bitnet-2b4t", "tq2_0.gguf"), path, {},
+               [&](const tern::gguf::TensorInfo& t, const tern::gguf::File&, TensorType& type,
+                   std::vector<uint8_t>& bytes) {
+                 if (t.name != "token_embd.weight") return;
+                 bytes = encode_q4_k(floats_of(t));
+                 type = TensorType::Q4_K;
+               });
+  const std::string err = load_error(path);
+  EXPECT_NE(err.find("tied-q4k.gguf: tensor 'token_embd.weight' is Q4_K and, with no 'output.weight', "
+                     "also the output head"),
+            std::string::npos)
+      << err;
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, LlamaCppTq, ::testing::Values("bitnet-2b4t", "1bitllm"),
