@@ -154,8 +154,11 @@ struct DenseQ6Rows {
         // The offset: 32 * sum over groups of scale * (sum of x), as int32 lanes.
         __m256i sum = _mm256_slli_epi32(_mm256_madd_epi16(sc16, bsums), 5);
         sum = _mm256_sub_epi32(_mm256_setzero_si256(), sum);
+        // Scales 0-7, then 8-15, in both 128-bit lanes: one per half.
+        const __m256i lanes[2] = {_mm256_permute2x128_si256(sc16, sc16, 0x00),
+                                  _mm256_permute2x128_si256(sc16, sc16, 0x11)};
         for (int half = 0; half < 2; ++half) {
-          const __m256i scales = _mm256_permute2x128_si256(sc16, sc16, half ? 0x11 : 0x00);
+          const __m256i scales = lanes[half];
           const __m256i l0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk->ql + 64 * half));
           const __m256i l1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk->ql + 64 * half + 32));
           const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk->qh + 32 * half));
