@@ -1,7 +1,7 @@
 #!/bin/sh
 # Seeds of the checkpoint and model fuzzers, from a tiny checkpoint (dim 64,
 # one layer, the 512-piece test tokenizer, F16; its float twin packed with
-# --fairy2i): corpus/safetensors,
+# --fairy2i; a dim-256 one with a Q6_K head and embedding): corpus/safetensors,
 # corpus/hf_config, corpus/sentencepiece and corpus/model.
 # usage: tests/fuzz/make_model_corpus.sh build/tern
 set -eu
@@ -24,6 +24,10 @@ cp "$tmp/b2/config.json" "$c/hf_config/bitnet-2b4t.json"
 cp "$tmp/ck/tokenizer.model" "$c/sentencepiece/tiny.model"
 "$tern" pack "$tmp/ck" -o "$c/model/tiny-tq2_0.gguf" --type tq2_0 >/dev/null
 "$tern" pack "$tmp/ck" -o "$c/model/tiny-tq1_0.gguf" --type tq1_0 >/dev/null
+# Q6_K head and embedding (rows of 256: the smallest width Q6_K holds).
+/usr/bin/python3 "$here/../tools/make_tiny_checkpoint.py" "$tmp/q6" --hidden 256 --intermediate 256 --layers 1 \
+  --heads 2 --kv-heads 1 --dtype f16 --untied --seed 3 >/dev/null
+"$tern" pack "$tmp/q6" -o "$c/model/tiny-q6_k-head.gguf" --output-type q6_k --token-embedding-type q6_k >/dev/null
 # Fairy2i: FAIRY2I linears and head, tern.scale.<tensor> per stage.
 "$tern" pack "$tmp/dense" -o "$c/model/tiny-fairy2i.gguf" --fairy2i >/dev/null
 # A safetensors file small enough for the fuzzer to mutate its header well.
