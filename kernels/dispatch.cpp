@@ -129,15 +129,10 @@ void check_call(const TernaryMatrix& w, ActMode mode, int64_t n, int64_t r0, int
 }  // namespace kernels_detail
 
 int64_t dense_row_bytes(gguf::TensorType type, int64_t K) {
-  switch (type) {
-    case gguf::TensorType::F32: return 4 * K;
-    case gguf::TensorType::F16:
-    case gguf::TensorType::BF16: return 2 * K;
-    case gguf::TensorType::Q8_0: return K / QK8_0 * int64_t(sizeof(BlockQ8_0));
-    case gguf::TensorType::Q6_K: return K / QK_K * int64_t(sizeof(BlockQ6_K));
-    default:
-      throw Error("dense matrix: type " + std::to_string(uint32_t(type)) + " is not F32, F16, BF16, Q8_0 or Q6_K");
-  }
+  if (!is_dense_type(type))
+    throw Error("dense matrix: type " + std::to_string(uint32_t(type)) + " is not " + dense_type_names());
+  const gguf::TypeTraits& t = gguf::traits(type);
+  return K / t.block_size * t.type_size;
 }
 
 int64_t dense_stride(const DenseMatrix& m) {
@@ -162,12 +157,9 @@ void check_phase_call(const PhaseMatrix& w, int64_t n, int64_t ldy, int64_t r0, 
 
 void check_dense_call(const DenseMatrix& w, int64_t n, int64_t ldy, int64_t r0, int64_t r1) {
   auto fail = [](const std::string& problem) { throw Error("dense kernel call: " + problem); };
-  using gguf::TensorType;
-  if (w.type != TensorType::F32 && w.type != TensorType::F16 && w.type != TensorType::BF16 &&
-      w.type != TensorType::Q8_0 && w.type != TensorType::Q6_K)
-    fail("weight type " + std::to_string(uint32_t(w.type)) + " is not F32, F16, BF16, Q8_0 or Q6_K");
-  if (w.rows < 0 || w.cols <= 0 || (w.type == TensorType::Q8_0 && w.cols % QK8_0 != 0) ||
-      (w.type == TensorType::Q6_K && w.cols % QK_K != 0))
+  if (!is_dense_type(w.type))
+    fail("weight type " + std::to_string(uint32_t(w.type)) + " is not " + dense_type_names());
+  if (w.rows < 0 || w.cols <= 0 || w.cols % gguf::traits(w.type).block_size != 0)
     fail("shape " + std::to_string(w.rows) + "x" + std::to_string(w.cols));
   if (w.data == nullptr && w.rows > 0) fail("matrix has no data");
   if (w.row_stride != 0 && w.row_stride < dense_row_bytes(w.type, w.cols))

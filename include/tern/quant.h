@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
 
 #include "tern/gguf.h"
 
@@ -80,6 +81,20 @@ struct ActQ8 {
 };
 void quantize_act_q8(const float* x, int64_t n, ActQ8* out);  // n % QK8_0 == 0
 
+// The types the dense kernels multiply (output heads, tied embeddings):
+// the one list the loader, `tern pack --output-type` and the kernels'
+// checks share, so a new head type is added here and nowhere else.
+inline constexpr gguf::TensorType kDenseTypes[] = {gguf::TensorType::F32, gguf::TensorType::F16,
+                                                   gguf::TensorType::BF16, gguf::TensorType::Q8_0,
+                                                   gguf::TensorType::Q6_K};
+constexpr bool is_dense_type(gguf::TensorType t) {
+  for (gguf::TensorType d : kDenseTypes)
+    if (d == t) return true;
+  return false;
+}
+// "F32, F16, BF16, Q8_0 or Q6_K", for messages.
+std::string dense_type_names();
+
 // llama.cpp's Q6_K, the head type llama-quantize writes by default (and
 // --output-type q6_k): 256 values in 16 groups of 16, value i =
 // fp16(d) * scales[i / 16] * (q_i - 32), the 6-bit q_i split into a low
@@ -112,6 +127,8 @@ inline float q6_k_value(const BlockQ6_K* row, int64_t k) {
 // that minimizes the x^2-weighted squared error over 19 candidate steps,
 // the 16 scales then quantized to int8 against their largest.
 void quantize_q6_k_row(const float* x, int64_t n, BlockQ6_K* out);
+// The n values (n % QK_K == 0) of a row, each exactly q6_k_value.
+void dequantize_q6_k_row(const BlockQ6_K* row, int64_t n, float* out);
 
 // llama.cpp's Q4_K, the type llama-quantize gives the token embeddings of
 // TQ1_0/TQ2_0 files by default: 256 values in 8 groups of 32, value =

@@ -23,10 +23,14 @@ using gguf::TensorType;
 
 // Heads in what the dense kernels multiply; embeddings (a row per token)
 // also in Q4_K, llama-quantize's default for them in TQ1_0/TQ2_0 files.
-constexpr std::array kHeadTypes{TensorType::F32, TensorType::F16, TensorType::BF16, TensorType::Q8_0,
-                                TensorType::Q6_K};
+constexpr std::span<const TensorType> kHeadTypes{kDenseTypes};
 constexpr std::array kEmbeddingTypes{TensorType::F32,  TensorType::F16,  TensorType::BF16,
                                      TensorType::Q8_0, TensorType::Q6_K, TensorType::Q4_K};
+static_assert([] {  // every head type is an embedding type
+  for (TensorType h : kDenseTypes)
+    if (std::find(kEmbeddingTypes.begin(), kEmbeddingTypes.end(), h) == kEmbeddingTypes.end()) return false;
+  return true;
+}());
 constexpr std::array kF32{TensorType::F32};
 constexpr std::array kTernaryTypes{TensorType::TQ2_0, TensorType::TQ1_0, TensorType::I2_S};
 constexpr std::array kPhaseTypes{TensorType::FAIRY2I};
@@ -275,7 +279,7 @@ void FloatMatrix::row(int64_t r, float* out) const {
       for (int64_t i = 0; i < cols; ++i) out[i] = q8_0_value(reinterpret_cast<const BlockQ8_0*>(p), i);
       return;
     case gguf::TensorType::Q6_K:
-      for (int64_t i = 0; i < cols; ++i) out[i] = q6_k_value(reinterpret_cast<const BlockQ6_K*>(p), i);
+      dequantize_q6_k_row(reinterpret_cast<const BlockQ6_K*>(p), cols, out);
       return;
     case gguf::TensorType::Q4_K:
       dequantize_q4_k_row(reinterpret_cast<const BlockQ4_K*>(p), cols, out);
@@ -477,7 +481,7 @@ std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
   else w.output = c.tied_output ? w.token_embd : float_matrix(f, "output.weight", c.vocab_size, c.dim);
   if (c.tied_output && w.token_embd.type == TensorType::Q4_K)
     throw file_error(path, "tensor 'token_embd.weight' is Q4_K and, with no 'output.weight', also the output head; "
-                           "tern multiplies heads in F32, F16, BF16, Q8_0 or Q6_K");
+                           "tern multiplies heads in " + dense_type_names());
   m->check_finite(f, "token_embd.weight", w.token_embd);
   if (!c.tied_output) {
     // An untied embedding is read a row per token: the scan must not leave

@@ -44,14 +44,16 @@ float group_scale(const float* x, uint8_t* L) {
     if (step == 0) continue;
     iscale = -(float(nmax) + 0.1f * float(step)) / max;
     sumlx = suml2 = 0;
+    uint8_t trial[n];  // this step's codes, kept if it wins
     for (int i = 0; i < n; ++i) {
       const int l = code(iscale, i);
+      trial[i] = uint8_t(l + nmax);
       const float w = x[i] * x[i];
       sumlx += w * x[i] * float(l);
       suml2 += w * float(l) * float(l);
     }
     if (suml2 > 0 && sumlx * sumlx > best * suml2) {
-      for (int i = 0; i < n; ++i) L[i] = uint8_t(nmax + code(iscale, i));
+      std::memcpy(L, trial, n);
       scale = sumlx / suml2;
       best = scale * sumlx;
     }
@@ -98,6 +100,25 @@ void quantize_q6_k_row(const float* x, int64_t n, BlockQ6_K* out) {
       blk.qh[32 * half + l] |= uint8_t((L[i] >> 4) << (2 * j));
     }
   }
+}
+
+void dequantize_q6_k_row(const BlockQ6_K* row, int64_t n, float* out) {
+  for (int64_t b = 0; b < n / QK_K; ++b) {
+    const BlockQ6_K& blk = row[b];
+    const float d = fp16_to_f32(blk.d);
+    float* y = out + b * QK_K;
+    for (int i = 0; i < QK_K; ++i) y[i] = d * float(int(blk.scales[i / 16]) * q6_k_code(blk, i));
+  }
+}
+
+std::string dense_type_names() {
+  std::string s;
+  const size_t n = std::size(kDenseTypes);
+  for (size_t i = 0; i < n; ++i) {
+    if (i) s += i + 1 == n ? " or " : ", ";
+    s += gguf::traits(kDenseTypes[i]).name;
+  }
+  return s;
 }
 
 }  // namespace tern

@@ -540,6 +540,29 @@ TEST(Q6_K, QuantizesWithinHalfAStepOfItsGroupScale) {
   EXPECT_NEAR(q6_k_value(q.data(), 600), -40.0f, 0.5f);
 }
 
+TEST(Q6_K, RowDequantizeEqualsElementValues) {
+  // Random bytes: every code, scale sign and fp16 d (finite) the format holds.
+  std::mt19937 rng(11);
+  std::vector<BlockQ6_K> q(3);
+  for (BlockQ6_K& b : q) {
+    auto* p = reinterpret_cast<uint8_t*>(&b);
+    for (size_t i = 0; i < sizeof b; ++i) p[i] = uint8_t(rng());
+    b.d = uint16_t(rng() % 0x7C00);  // positive finite fp16
+  }
+  q[2].d = 0x8000 | q[2].d;  // a negative d too
+  std::vector<float> out(3 * 256, -1.0f);
+  dequantize_q6_k_row(q.data(), 3 * 256, out.data());
+  for (int64_t i = 0; i < 3 * 256; ++i) EXPECT_EQ(out[size_t(i)], q6_k_value(q.data(), i)) << i;
+}
+
+TEST(DenseTypes, OneListNamesEveryHeadType) {
+  EXPECT_EQ(dense_type_names(), "F32, F16, BF16, Q8_0 or Q6_K");
+  for (gguf::TensorType t : kDenseTypes) EXPECT_TRUE(is_dense_type(t));
+  for (gguf::TensorType t : {gguf::TensorType::TQ2_0, gguf::TensorType::TQ1_0, gguf::TensorType::Q4_K,
+                             gguf::TensorType::Q8_K, gguf::TensorType::I2_S})
+    EXPECT_FALSE(is_dense_type(t)) << gguf::traits(t).name;
+}
+
 TEST(Q6_K, ZeroBlockIsAllZero) {
   std::vector<float> x(256, 0.0f);
   BlockQ6_K q;

@@ -6,6 +6,7 @@
 #include "pack/packer.h"
 #include "tern/error.h"
 #include "tern/phase.h"
+#include "tern/quant.h"
 
 namespace tern::cli {
 
@@ -18,9 +19,15 @@ void add_pack(CLI::App& app) {
   CLI::Option* type_opt = cmd->add_option("--type", *type, "tq2_0 (2 bits/weight, default) or tq1_0 (1.69)")
       ->check(CLI::IsMember({"tq2_0", "tq1_0"}, CLI::ignore_case));
   auto head = std::make_shared<std::string>(), embd = std::make_shared<std::string>();
-  const std::vector<std::string> float_types{"f32", "f16", "bf16", "q8_0", "q6_k"};
-  cmd->add_option("--output-type", *head,
-                  "output head type: f32, f16, bf16, q8_0 or q6_k (default: the source's, lossless)")
+  // Lower-case names of the dense kernels' types, as llama-quantize spells them.
+  std::vector<std::string> float_types;
+  for (gguf::TensorType t : kDenseTypes) {
+    float_types.emplace_back(gguf::traits(t).name);
+    for (char& c : float_types.back()) c = char(std::tolower(static_cast<unsigned char>(c)));
+  }
+  std::string names = dense_type_names();
+  for (char& c : names) c = char(std::tolower(static_cast<unsigned char>(c)));
+  cmd->add_option("--output-type", *head, "output head type: " + names + " (default: the source's, lossless)")
       ->check(CLI::IsMember(float_types, CLI::ignore_case));
   cmd->add_option("--token-embedding-type", *embd,
                   "token embedding type, as --output-type (tied embeddings follow --output-type)")
@@ -44,13 +51,10 @@ void add_pack(CLI::App& app) {
     o->type = (*type == "tq1_0" || *type == "TQ1_0") ? gguf::TensorType::TQ1_0
                                                     : gguf::TensorType::TQ2_0;
     auto float_type = [](std::string s) -> std::optional<gguf::TensorType> {
-      for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
-      if (s.empty()) return std::nullopt;
-      if (s == "f32") return gguf::TensorType::F32;
-      if (s == "f16") return gguf::TensorType::F16;
-      if (s == "bf16") return gguf::TensorType::BF16;
-      if (s == "q6_k") return gguf::TensorType::Q6_K;
-      return gguf::TensorType::Q8_0;  // the only other name the check lets through
+      for (char& c : s) c = char(std::toupper(static_cast<unsigned char>(c)));
+      for (gguf::TensorType t : kDenseTypes)
+        if (s == gguf::traits(t).name) return t;
+      return std::nullopt;  // empty: the check lets no other name through
     };
     o->output_type = float_type(*head);
     o->embedding_type = float_type(*embd);

@@ -21,7 +21,7 @@ struct PackOptions {
   // residual stages (0: off; Fairy2i-W2 is 2). `type` is then unused.
   int fairy2i_stages = 0;
   bool verify = false;           // --verify: pack_checkpoint re-reads and checks its output
-  // --output-type / --token-embedding-type: F32, F16, BF16, Q8_0 or Q6_K for the
+  // --output-type / --token-embedding-type: a type of kDenseTypes (quant.h) for the
   // head and the embedding (as llama-quantize's flags); unset keeps the
   // source's precision losslessly. Tied embeddings are one tensor, which
   // the output type sets unless the embedding type is given.

@@ -117,9 +117,8 @@ PackInputs load_inputs(const PackOptions& o) {
   PackInputs in;
   in.chunk_floats = std::max<uint64_t>(1, o.chunk_floats);
   for (const auto& t : {o.output_type, o.embedding_type})
-    if (t && *t != TensorType::F32 && *t != TensorType::F16 && *t != TensorType::BF16 &&
-        *t != TensorType::Q8_0 && *t != TensorType::Q6_K)
-      throw Error("pack: the head and embedding types are F32, F16, BF16, Q8_0 or Q6_K, not " +
+    if (t && !is_dense_type(*t))
+      throw Error("pack: the head and embedding types are " + dense_type_names() + ", not " +
                   std::string(gguf::traits(*t).name));
   in.output_type = o.output_type;
   in.embedding_type = o.embedding_type;
