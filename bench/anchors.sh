@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# tern against ik_llama.cpp on the same weights, in one run (issue 11's
+# anchors). ik has no TQ1_0/TQ2_0, so the Hugging Face checkpoint that
+# `tern pack` made tern's file from is written as F16 in ik's `bitnet`
+# layout (bench/hf_to_ik_gguf.py) and quantized by ik's own llama-quantize
+# to IQ2_BN and IQ2_BN_R4, the token embeddings (= ik's head) kept F16 as
+# tern's head is. Then `tern bench` and ik's `llama-bench` (-fa 0 and 1)
+# alternate for ROUNDS rounds with the same -p/-n/-t/-r, and each line
+# prints tok/s and tern's ratio to it.
+#
+# usage: IK=ik_llama.cpp/build bench/anchors.sh HF_DIR TERN_MODEL.gguf [WORKDIR]
+#   env: TERN (build/tern), P (128), N (64), T (1,2), R (3), ROUNDS (2),
+#        IK_GGUF_PY (IK/../gguf-py)
+# Build ik as its README says, natively: cmake -DGGML_NATIVE=ON, targets
+# llama-bench and llama-quantize. Nothing here goes into tern's build.
+set -euo pipefail
+hf=$1
+tern_model=$2
+work=${3:-anchors-work}
+: "${IK:?set IK to the build directory of ik_llama.cpp}"
+tern=${TERN:-build/tern}
+P=${P:-128} N=${N:-64} T=${T:-1,2} R=${R:-3} ROUNDS=${ROUNDS:-2}
+gguf_py=${IK_GGUF_PY:-$IK/../gguf-py}
+here=$(cd "$(dirname "$0")" && pwd)
+mkdir -p "$work"
+
+f16=$work/ik-f16.gguf
+[[ -s $f16 ]] || /usr/bin/python3 "$here/hf_to_ik_gguf.py" "$hf" "$f16" --gguf-py "$gguf_py"
+for q in iq2_bn iq2_bn_r4; do
+  out=$work/ik-$q.gguf
+  [[ -s $out ]] || "$IK/bin/llama-quantize" --token-embedding-type f16 "$f16" "$out.tmp" "$q" >"$work/quantize-$q.log" 2>&1
+  [[ -s $out ]] || mv "$out.tmp" "$out"
+done
+
+# One CSV line per (threads, test) -> "threads test t/s", from either tool's
+# CSV (both name the columns n_threads, n_prompt, n_gen, avg_ts).
+pick() {
+  awk -F, 'NR == 1 { for (i = 1; i <= NF; ++i) { gsub(/"/, "", $i); c[$i] = i }; next }
+           { gsub(/"/, ""); t = $c["n_prompt"] > 0 ? "pp" $c["n_prompt"] : "tg" $c["n_gen"];
+             printf "%s %s %.2f\n", $c["n_threads"], t, $c["avg_ts"] }'
+}
+
+results=$work/results.txt
+: >"$results"
+for round in $(seq "$ROUNDS"); do
+  "$tern" bench -m "$tern_model" -p "$P" -n "$N" -t "$T" -r "$R" -o csv 2>/dev/null | pick |
+    sed "s/^/$round tern /" >>"$results"
+  for q in iq2_bn iq2_bn_r4; do
+    for fa in 0 1; do
+      "$IK/bin/llama-bench" -m "$work/ik-$q.gguf" -p "$P" -n "$N" -t "$T" -r "$R" -fa "$fa" -o csv 2>/dev/null |
+        pick | sed "s/^/$round ik-$q-fa$fa /" >>"$results"
+    done
+  done
+done
+
+# round engine threads test t/s -> per (threads, test): each engine's t/s by
+# round, and tern over the fastest ik configuration of the same round.
+awk '{ v[$2 " " $3 " " $4, $1] = $5; k[$3 " " $4] = 1; e[$2] = 1; r[$1] = 1 }
+     END {
+       for (kt in k) {
+         printf "threads %s\n", kt
+         for (en in e) {
+           line = sprintf("  %-18s", en)
+           for (i = 1; i in r; ++i) line = line sprintf(" %9.2f", v[en " " kt, i])
+           print line
+         }
+         line = sprintf("  %-18s", "tern / best ik")
+         for (i = 1; i in r; ++i) {
+           best = 0
+           for (en in e) if (en != "tern" && v[en " " kt, i] > best) best = v[en " " kt, i]
+           line = line sprintf(" %9.2f", best > 0 ? v["tern " kt, i] / best : 0)
+         }
+         print line
+       }
+     }' "$results"
