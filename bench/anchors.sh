@@ -3,14 +3,15 @@
 # anchors). ik has no TQ1_0/TQ2_0, so the Hugging Face checkpoint that
 # `tern pack` made tern's file from is written as F16 in ik's `bitnet`
 # layout (bench/hf_to_ik_gguf.py) and quantized by ik's own llama-quantize
-# to IQ2_BN and IQ2_BN_R4, the token embeddings (= ik's head) kept F16 as
-# tern's head is. Then `tern bench` and ik's `llama-bench` (-fa 0 and 1)
+# to IQ2_BN and IQ2_BN_R4, the token embeddings (= ik's head) kept in the
+# type of tern's head. Then `tern bench` and ik's `llama-bench` (-fa 0 and 1)
 # alternate for ROUNDS rounds with the same -p/-n/-t/-r, and each line
 # prints tok/s and tern's ratio to it.
 #
 # usage: IK=ik_llama.cpp/build bench/anchors.sh HF_DIR TERN_MODEL.gguf [WORKDIR]
 #   env: TERN (build/tern), P (128), N (64), T (1,2), R (3), ROUNDS (2),
-#        IK_GGUF_PY (IK/../gguf-py)
+#        IK_GGUF_PY (IK/../gguf-py), HEAD_TYPE (f16: ik's token embeddings,
+#        which are its head, in the type of tern's head; bf16 for 2B-4T)
 # Build ik as its README says, natively: cmake -DGGML_NATIVE=ON, targets
 # llama-bench and llama-quantize. Nothing here goes into tern's build.
 set -euo pipefail
@@ -19,7 +20,7 @@ tern_model=$2
 work=${3:-anchors-work}
 : "${IK:?set IK to the build directory of ik_llama.cpp}"
 tern=${TERN:-build/tern}
-P=${P:-128} N=${N:-64} T=${T:-1,2} R=${R:-3} ROUNDS=${ROUNDS:-2}
+P=${P:-128} N=${N:-64} T=${T:-1,2} R=${R:-3} ROUNDS=${ROUNDS:-2} HEAD_TYPE=${HEAD_TYPE:-f16}
 gguf_py=${IK_GGUF_PY:-$IK/../gguf-py}
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$work"
@@ -28,16 +29,19 @@ f16=$work/ik-f16.gguf
 [[ -s $f16 ]] || /usr/bin/python3 "$here/hf_to_ik_gguf.py" "$hf" "$f16" --gguf-py "$gguf_py"
 for q in iq2_bn iq2_bn_r4; do
   out=$work/ik-$q.gguf
-  [[ -s $out ]] || "$IK/bin/llama-quantize" --token-embedding-type f16 "$f16" "$out.tmp" "$q" >"$work/quantize-$q.log" 2>&1
+  [[ -s $out ]] || "$IK/bin/llama-quantize" --token-embedding-type "$HEAD_TYPE" "$f16" "$out.tmp" "$q" >"$work/quantize-$q.log" 2>&1
   [[ -s $out ]] || mv "$out.tmp" "$out"
 done
 
 # One CSV line per (threads, test) -> "threads test t/s", from either tool's
-# CSV (both name the columns n_threads, n_prompt, n_gen, avg_ts).
+# CSV (both name the columns n_threads, n_prompt, n_gen, avg_ts; ik's has
+# quoted fields with commas, hence a real CSV reader).
 pick() {
-  awk -F, 'NR == 1 { for (i = 1; i <= NF; ++i) { gsub(/"/, "", $i); c[$i] = i }; next }
-           { gsub(/"/, ""); t = $c["n_prompt"] > 0 ? "pp" $c["n_prompt"] : "tg" $c["n_gen"];
-             printf "%s %s %.2f\n", $c["n_threads"], t, $c["avg_ts"] }'
+  /usr/bin/python3 -c '
+import csv, sys
+for r in csv.DictReader(sys.stdin):
+    t = "pp" + r["n_prompt"] if int(r["n_prompt"]) > 0 else "tg" + r["n_gen"]
+    print(r["n_threads"], t, "%.2f" % float(r["avg_ts"]))'
 }
 
 results=$work/results.txt

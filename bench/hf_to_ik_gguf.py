@@ -1,15 +1,20 @@
 #!/usr/bin/python3
-"""Writes a BitNet b1.58 Hugging Face checkpoint (bitnet_b1_58-large's
-layout, BitnetForCausalLM) as the F16 GGUF that ik_llama.cpp's `bitnet`
-architecture loads, so its llama-quantize can make IQ2_BN / IQ2_BN_R4 files
-of the same weights for the anchor runs of bench/anchors.sh.
+"""Writes a BitNet b1.58 Hugging Face checkpoint as the F16 GGUF that
+ik_llama.cpp loads, so its llama-quantize can make IQ2_BN / IQ2_BN_R4 files
+of the same weights for the anchor runs of bench/anchors.sh:
+- BitnetForCausalLM (1bitLLM's bitnet_b1_58-large and 3B) -> ik's `bitnet`
+  architecture (SwiGLU, sub-norms, a `.scale` tensor per linear);
+- BitNetForCausalLM (microsoft's 2B-4T, its BF16 master weights) -> ik's
+  `bitnet-25` (squared ReLU, sub-norms, tied embeddings).
 
-The linears are ternarized as ik's convert_hf_to_gguf.py does (absmean per
-tensor: sign(round(w / mean|w|)) in F16 plus a one-value `.scale` tensor),
-which is what `tern pack` computes too, so both engines multiply the same
-trits. ik's `bitnet` architecture ties the head to the token embeddings;
-the checkpoint's separate lm_head (the S shape's) is left out, which keeps
-the bytes a token reads the same (one F16 vocab x dim matrix either way).
+The linears are ternarized by absmean per tensor, sign(round(w / mean|w|)),
+as ik's convert_hf_to_gguf.py and `tern pack` both do, so the engines
+multiply the same trits (stored here in F16, the per-tensor scale beside
+them for `bitnet`). ik's `bitnet` ties the head to the token embeddings; a
+separate lm_head (the S shape's) is left out, which keeps the bytes a token
+reads the same (one vocab x dim matrix either way). The tokenizer is read
+from tokenizer.model (SentencePiece); the synthetic checkpoints of
+tests/tools/families carry one, padded to the vocabulary.
 
 Usage: bench/hf_to_ik_gguf.py HF_DIR OUT.gguf --gguf-py IK_CHECKOUT/gguf-py
 Needs numpy and sentencepiece (Debian: python3-numpy, python3-sentencepiece).
@@ -21,6 +26,13 @@ import struct
 import sys
 
 import numpy as np
+
+
+# HF architecture -> ik architecture, sub-norm names, per-tensor scale tensors.
+ARCHS = {
+    "BitnetForCausalLM": ("bitnet", ("self_attn.inner_attn_ln", "mlp.ffn_layernorm"), True),
+    "BitNetForCausalLM": ("bitnet-25", ("self_attn.attn_sub_norm", "mlp.ffn_sub_norm"), False),
+}
 
 
 def read_safetensors(path):
@@ -69,13 +81,15 @@ def main():
     import sentencepiece as spm
 
     cfg = json.load(open(os.path.join(a.hf_dir, "config.json")))
-    if cfg.get("architectures", [""])[0] != "BitnetForCausalLM":
-        raise SystemExit(f"{a.hf_dir}: not a BitnetForCausalLM checkpoint")
+    hf_arch = cfg.get("architectures", [""])[0]
+    if hf_arch not in ARCHS:
+        raise SystemExit(f"{a.hf_dir}: {hf_arch!r} is not one of {sorted(ARCHS)}")
+    arch, sub_norms, scales = ARCHS[hf_arch]
     dim, n_layer = cfg["hidden_size"], cfg["num_hidden_layers"]
     n_head = cfg["num_attention_heads"]
     vocab = cfg["vocab_size"]
 
-    w = gguf.GGUFWriter(a.out + ".tmp", "bitnet")
+    w = gguf.GGUFWriter(a.out + ".tmp", arch)
     w.add_name(os.path.basename(os.path.normpath(a.hf_dir)))
     w.add_context_length(cfg.get("max_position_embeddings", 2048))
     w.add_embedding_length(dim)
@@ -86,8 +100,9 @@ def main():
     w.add_layer_norm_rms_eps(cfg.get("rms_norm_eps", 1e-5))
     w.add_rope_freq_base(cfg.get("rope_theta", 10000.0))
     w.add_rope_dimension_count(cfg.get("head_dim", dim // n_head))
-    w.add_rope_scaling_type(gguf.RopeScalingType.LINEAR)
-    w.add_rope_scaling_factor(1.0)
+    if arch == "bitnet":  # as ik's converter writes it
+        w.add_rope_scaling_type(gguf.RopeScalingType.LINEAR)
+        w.add_rope_scaling_factor(1.0)
     w.add_file_type(gguf.LlamaFileType.MOSTLY_F16)
 
     sp = spm.SentencePieceProcessor(model_file=os.path.join(a.hf_dir, "tokenizer.model"))
@@ -111,8 +126,8 @@ def main():
 
     st = read_safetensors(os.path.join(a.hf_dir, "model.safetensors"))
     names = {"model.embed_tokens.weight": "token_embd", "model.norm.weight": "output_norm"}
-    per_layer = {"input_layernorm": "attn_norm", "self_attn.inner_attn_ln": "attn_sub_norm",
-                 "post_attention_layernorm": "ffn_norm", "mlp.ffn_layernorm": "ffn_sub_norm",
+    per_layer = {"input_layernorm": "attn_norm", sub_norms[0]: "attn_sub_norm",
+                 "post_attention_layernorm": "ffn_norm", sub_norms[1]: "ffn_sub_norm",
                  "self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v",
                  "self_attn.o_proj": "attn_output", "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up",
                  "mlp.down_proj": "ffn_down"}
@@ -131,7 +146,8 @@ def main():
         else:
             t, scale = ternarize(x)
             w.add_tensor(g + ".weight", t)
-            w.add_tensor(g + ".scale", scale)
+            if scales:
+                w.add_tensor(g + ".scale", scale)
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
