@@ -24,13 +24,12 @@ using gguf::TensorType;
 // Heads in what the dense kernels multiply; embeddings (a row per token)
 // also in Q4_K, llama-quantize's default for them in TQ1_0/TQ2_0 files.
 constexpr std::span<const TensorType> kHeadTypes{kDenseTypes};
-constexpr std::array kEmbeddingTypes{TensorType::F32,  TensorType::F16,  TensorType::BF16,
-                                     TensorType::Q8_0, TensorType::Q6_K, TensorType::Q4_K};
-static_assert([] {  // every head type is an embedding type
-  for (TensorType h : kDenseTypes)
-    if (std::find(kEmbeddingTypes.begin(), kEmbeddingTypes.end(), h) == kEmbeddingTypes.end()) return false;
-  return true;
-}());
+constexpr auto kEmbeddingTypes = [] {
+  std::array<TensorType, std::size(kDenseTypes) + 1> a{};
+  std::copy(std::begin(kDenseTypes), std::end(kDenseTypes), a.begin());
+  a.back() = TensorType::Q4_K;
+  return a;
+}();
 constexpr std::array kF32{TensorType::F32};
 constexpr std::array kTernaryTypes{TensorType::TQ2_0, TensorType::TQ1_0, TensorType::I2_S};
 constexpr std::array kPhaseTypes{TensorType::FAIRY2I};

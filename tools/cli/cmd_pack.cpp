@@ -1,4 +1,3 @@
-#include <cctype>
 #include <cstdio>
 #include <optional>
 
@@ -21,13 +20,9 @@ void add_pack(CLI::App& app) {
   auto head = std::make_shared<std::string>(), embd = std::make_shared<std::string>();
   // Lower-case names of the dense kernels' types, as llama-quantize spells them.
   std::vector<std::string> float_types;
-  for (gguf::TensorType t : kDenseTypes) {
-    float_types.emplace_back(gguf::traits(t).name);
-    for (char& c : float_types.back()) c = char(std::tolower(static_cast<unsigned char>(c)));
-  }
-  std::string names = dense_type_names();
-  for (char& c : names) c = char(std::tolower(static_cast<unsigned char>(c)));
-  cmd->add_option("--output-type", *head, "output head type: " + names + " (default: the source's, lossless)")
+  for (gguf::TensorType t : kDenseTypes) float_types.push_back(ascii_lower(gguf::traits(t).name));
+  cmd->add_option("--output-type", *head,
+                  "output head type: " + ascii_lower(dense_type_names()) + " (default: the source's, lossless)")
       ->check(CLI::IsMember(float_types, CLI::ignore_case));
   cmd->add_option("--token-embedding-type", *embd,
                   "token embedding type, as --output-type (tied embeddings follow --output-type)")
@@ -50,10 +45,9 @@ void add_pack(CLI::App& app) {
     o->fairy2i_stages = *fairy ? *stages : 0;
     o->type = (*type == "tq1_0" || *type == "TQ1_0") ? gguf::TensorType::TQ1_0
                                                     : gguf::TensorType::TQ2_0;
-    auto float_type = [](std::string s) -> std::optional<gguf::TensorType> {
-      for (char& c : s) c = char(std::toupper(static_cast<unsigned char>(c)));
+    auto float_type = [](const std::string& s) -> std::optional<gguf::TensorType> {
       for (gguf::TensorType t : kDenseTypes)
-        if (s == gguf::traits(t).name) return t;
+        if (ascii_lower(s) == ascii_lower(gguf::traits(t).name)) return t;
       return std::nullopt;  // empty: the check lets no other name through
     };
     o->output_type = float_type(*head);

@@ -31,6 +31,8 @@ void add_run_options(CLI::App& cmd, RunOptions& o);
 // The kernel set to ask for: --kernel's value, else the environment's
 // TERN_KERNEL, else "" (the best); a bad name throws, saying which it was.
 std::string kernel_choice(const std::string& flag);
+// s with A-Z turned to a-z (flag values are matched as llama.cpp's tools spell them).
+std::string ascii_lower(std::string s);
 // The --float-act option, shared by the run commands and bench.
 void add_float_act_option(CLI::App& cmd, std::string& value);
 // Applies threads and kernel, loads the model and sizes its context.

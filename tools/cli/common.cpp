@@ -42,10 +42,14 @@ void add_float_act_option(CLI::App& cmd, std::string& value) {
       ->check(CLI::IsMember({"i16", "f32"}));
 }
 
+std::string ascii_lower(std::string s) {
+  for (char& ch : s) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+  return s;
+}
+
 namespace {
 gguf::TensorType cache_type(const std::string& name) {
-  std::string s = name;
-  for (char& ch : s) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+  const std::string s = ascii_lower(name);
   if (s == "f16") return gguf::TensorType::F16;
   if (s == "bf16") return gguf::TensorType::BF16;
   if (s == "f32") return gguf::TensorType::F32;
