@@ -257,4 +257,17 @@ TEST_F(CliErrors, PackNonTernaryWithoutFlagNamesTensorAndLeavesNoOutput) {
   EXPECT_TRUE(fs::exists(out));
 }
 
+TEST_F(CliErrors, PackTypeIsCaseInsensitive) {
+  // The flag's check accepts any case, so the mapping must too: "Tq1_0"
+  // once passed the check and was packed as TQ2_0.
+  const std::string hf = (tern::test::test_models() / "bitnet" / "hf").string();
+  const std::string out = (dir_ / "mixed.gguf").string();
+  auto r = cli("pack " + quote(hf) + " -o " + quote(out) + " --type Tq1_0", "pack-mixed");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = cli("info " + quote(out), "info-mixed");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("TQ1_0"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("TQ2_0"), std::string::npos) << r.out;
+}
+
 }  // namespace

@@ -43,8 +43,7 @@ void add_pack(CLI::App& app) {
   cmd->add_flag("--verify", o->verify, "re-read the output and check every value against the source");
   cmd->callback([o, type, head, embd, fairy, stages] {
     o->fairy2i_stages = *fairy ? *stages : 0;
-    o->type = (*type == "tq1_0" || *type == "TQ1_0") ? gguf::TensorType::TQ1_0
-                                                    : gguf::TensorType::TQ2_0;
+    o->type = ascii_lower(*type) == "tq1_0" ? gguf::TensorType::TQ1_0 : gguf::TensorType::TQ2_0;
     auto float_type = [](const std::string& s) -> std::optional<gguf::TensorType> {
       for (gguf::TensorType t : kDenseTypes)
         if (ascii_lower(s) == ascii_lower(gguf::traits(t).name)) return t;
