@@ -1,9 +1,12 @@
 // Fairy2i phase GEMV (docs/FAIRY2I.md) of every kernel set that has one, on
-// LLaMA-2 7B's shapes, against three references measured by the same
-// binary: the unfused scalar kernel (eight sub-GEMVs), the real ternary
+// LLaMA-2 7B's shapes, against four references measured by the same
+// binary: the unfused scalar kernel (eight sub-GEMVs), the same SIMD
+// kernel unfused where a set has that form (eight passes per row over the
+// same planes, kernel_sets.h unfused_phase_gemm), the real ternary
 // float and int8 kernels of the best set on the same real shape (TQ2_0, 2.06
 // bits per weight against W2's 2.0), and the read roof. Names:
 //   phase/<set>/W<stages>/<rows>x<cols>/threads:<T>/<warm|cold>
+//   phase-unfused/<set>/W<stages>/<rows>x<cols>/threads:<T>/<warm|cold>
 //   ternary/<set>/TQ2_0/<float|int8>/<rows>x<cols>/threads:<T>/<warm|cold>
 //   roof/read/threads:<T>
 // rows x cols is the real matrix (2n x 2m). Cold calls rotate over copies
@@ -22,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "../kernels/kernel_sets.h"
 #include "bench.h"
 #include "tern/error.h"
 #include "tern/phase.h"
@@ -135,7 +139,7 @@ std::vector<float> random_input(int64_t n, uint32_t seed) {
   return v;
 }
 
-void bm_phase(benchmark::State& st, const KernelSet* set, PhaseShape s, int threads, bool cold) {
+void bm_phase(benchmark::State& st, PhaseGemm gemm, PhaseShape s, int threads, bool cold) {
   PhaseCopies c;
   try {
     c = make_copies(s, cold);
@@ -152,7 +156,7 @@ void bm_phase(benchmark::State& st, const KernelSet* set, PhaseShape s, int thre
         w = &c.mats[c.next];
         c.next = (c.next + 1) % c.mats.size();
       },
-      [&](int64_t r0, int64_t r1) { set->phase_gemm(*w, x.data(), 1, y.data(), s.rows, r0, r1); });
+      [&](int64_t r0, int64_t r1) { gemm(*w, x.data(), 1, y.data(), s.rows, r0, r1); });
   report(st, t, c.bytes, s.rows * s.cols);
 }
 
@@ -200,13 +204,18 @@ void register_all() {
         tail += cold ? "/cold" : "/warm";
         for (const KernelSet* k : all_kernel_sets()) {
           if (!k->available(cpu_features()) || !k->phase_gemm) continue;
-          std::string name = "phase/";
-          name += k->name;
-          name += "/W" + std::to_string(kStages);
-          name += tail;
-          benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& st) { bm_phase(st, k, s, t, cold); })
-              ->UseManualTime()
-              ->Unit(benchmark::kMicrosecond);
+          for (auto [kind, gemm] : {std::pair{"phase/", k->phase_gemm},
+                                    std::pair{"phase-unfused/", kernels_detail::unfused_phase_gemm(*k)}}) {
+            if (gemm == nullptr) continue;
+            std::string name = kind;
+            name += k->name;
+            name += "/W" + std::to_string(kStages);
+            name += tail;
+            benchmark::RegisterBenchmark(name.c_str(),
+                                         [=](benchmark::State& st) { bm_phase(st, gemm, s, t, cold); })
+                ->UseManualTime()
+                ->Unit(benchmark::kMicrosecond);
+          }
         }
         for (auto [k, mode] : {std::pair{best_float, ActMode::Float}, std::pair{best_int8, ActMode::Int8}}) {
           std::string name = "ternary/";

@@ -172,5 +172,12 @@ void check_dense_call(const DenseMatrix& w, int64_t n, int64_t ldy, int64_t r0, 
   if (n > 1 && ldy < r1) fail("output stride " + std::to_string(ldy) + " below row " + std::to_string(r1));
 }
 
+PhaseGemm unfused_phase_gemm([[maybe_unused]] const KernelSet& s) {
+#if TERN_KERNEL_AVX512_PEXT
+  if (&s == &avx512_pext_kernels()) return avx512_unfused_phase_gemm();
+#endif
+  return nullptr;
+}
+
 }  // namespace kernels_detail
 }  // namespace tern

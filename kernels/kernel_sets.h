@@ -46,4 +46,11 @@ const KernelSet& avx2_tl1_kernels();
 const KernelSet& neon_sdot_kernels();
 const KernelSet& neon_tbl_kernels();
 
+// avx512-pext's Fairy2i kernel unfused (eight passes per row, the same
+// sums): what bench_phase measures the fusion gain against. Defined only
+// where avx512_pext.cpp is built; reach it through unfused_phase_gemm.
+PhaseGemm avx512_unfused_phase_gemm();
+// The unfused form of set s's Fairy2i kernel, or null where s has none.
+PhaseGemm unfused_phase_gemm(const KernelSet& s);
+
 }  // namespace tern::kernels_detail

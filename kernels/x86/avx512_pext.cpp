@@ -38,6 +38,7 @@
 #include "../kernel_sets.h"
 #include "avx2_dense.h"
 #include "avx2_quant.h"
+#include "avx512_phase.h"
 
 // The hot loop, kept out of line under a fixed unmangled name so the
 // object-code test can find it: raw sums T[r] . x over nunits * 256 columns
@@ -156,8 +157,10 @@ bool available(const CpuFeatures& c) {
 
 const KernelSet& avx512_pext_kernels() {
   static const KernelSet set{"avx512-pext", &available, &gemm_f32, &gemm_i8, &dense_gemm_x86, &prepare,
-                             &prepared_bytes, nullptr, &quantize_i8_avx2};
+                             &prepared_bytes, &phase_gemm_avx512<true>, &quantize_i8_avx2};
   return set;
 }
+
+PhaseGemm avx512_unfused_phase_gemm() { return &phase_gemm_avx512<false>; }
 
 }  // namespace tern::kernels_detail

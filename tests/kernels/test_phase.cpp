@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "../../kernels/kernel_sets.h"
 #include "tern/error.h"
 #include "tern/kernels.h"
 #include "tern/phase.h"
@@ -93,11 +94,11 @@ std::vector<double> widely_linear(const Phase& p, const float* x) {
   return y;
 }
 
-std::vector<float> run(const KernelSet& ks, const Phase& p, const std::vector<float>& x, int64_t count,
-                       int64_t r0, int64_t r1) {
+std::vector<float> run(PhaseGemm gemm, const Phase& p, const std::vector<float>& x, int64_t count, int64_t r0,
+                       int64_t r1) {
   const int64_t ldy = 2 * p.n + 3;  // a stride wider than the output, to catch stray writes
   std::vector<float> y(size_t(count * ldy), -7.0f);
-  ks.phase_gemm(p.pm, x.data(), count, y.data(), ldy, r0, r1);
+  gemm(p.pm, x.data(), count, y.data(), ldy, r0, r1);
   for (int64_t i = 0; i < count; ++i)
     for (int64_t r = 0; r < 2 * p.n + 3; ++r) {
       const bool written = (r >= r0 && r < r1) || (r >= p.n + r0 && r < p.n + r1);
@@ -106,6 +107,11 @@ std::vector<float> run(const KernelSet& ks, const Phase& p, const std::vector<fl
       }
     }
   return y;
+}
+
+std::vector<float> run(const KernelSet& ks, const Phase& p, const std::vector<float>& x, int64_t count,
+                       int64_t r0, int64_t r1) {
+  return run(ks.phase_gemm, p, x, count, r0, r1);
 }
 
 struct Shape {
@@ -178,8 +184,9 @@ TEST(PhaseScalar, BadCallsAreErrors) {
   EXPECT_THROW(ks.phase_gemm(bad, x.data(), 1, y.data(), 8, 0, 4), Error);
 }
 
-// Every other set with a Fairy2i path: scalar's bits exactly (kernels.h
-// fixes the order), so logits do not depend on the kernel.
+// Every other set with a Fairy2i path, and its unfused form where it has
+// one (bench_phase's baseline): scalar's bits exactly (kernels.h fixes the
+// order), so logits do not depend on the kernel.
 TEST(PhaseKernels, EverySetMatchesScalarBitForBit) {
   int compared = 0;
   for (const KernelSet* ks : all_kernel_sets()) {
@@ -194,6 +201,11 @@ TEST(PhaseKernels, EverySetMatchesScalarBitForBit) {
           const std::vector<float> got = run(*ks, p, x, count, r0, r1);
           ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0)
               << ks->name << " " << sh.n << "x" << sh.m << " stages " << sh.stages << " n " << count;
+          if (PhaseGemm unfused = kernels_detail::unfused_phase_gemm(*ks)) {
+            const std::vector<float> split = run(unfused, p, x, count, r0, r1);
+            ASSERT_EQ(std::memcmp(split.data(), want.data(), split.size() * sizeof(float)), 0)
+                << ks->name << " unfused " << sh.n << "x" << sh.m << " stages " << sh.stages << " n " << count;
+          }
         }
       }
     ++compared;
