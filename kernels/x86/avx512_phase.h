@@ -24,6 +24,7 @@
 #pragma once
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstdint>
 
 #include "../code_layout.h"
@@ -82,34 +83,59 @@ inline void phase_sums_avx512(const BlockPhase* row, int64_t nb, const float* a,
 }
 
 // The unfused form, for bench_phase to measure what fusing saves: the
-// eight sums as eight passes over the row (the planes stay in L1 between
-// them), each loading its input and masks, signing and adding, then
-// reducing. The sums and their order are the fused kernel's.
-inline void phase_sums_avx512_unfused(const BlockPhase* row, int64_t nb, const float* a, const float* b,
-                                      const float* na, const float* nb_, float S[8]) {
-  struct Pass {
-    const float *x, *nx;
-    int64_t axis, sign;  // offsets of the planes in a BlockPhase, in uint64s
-    bool imaginary;      // the entries on the imaginary axis, else the real one
-  };
-  const Pass passes[8] = {{a, na, 0, 1, false}, {b, nb_, 0, 1, true},  {a, na, 2, 3, false}, {b, nb_, 2, 3, true},
-                          {b, nb_, 0, 1, false}, {a, na, 0, 1, true}, {b, nb_, 2, 3, false}, {a, na, 2, 3, true}};
-  for (int s = 0; s < 8; ++s) {
-    const Pass& ps = passes[s];
-    __m512 acc = _mm512_setzero_ps();
-    for (int64_t blk = 0; blk < nb; ++blk) {
-      const uint64_t* planes = &row[blk].u_axis;
-#pragma GCC unroll 1
-      for (int g = 0; g < kPhaseBlock / 16; ++g) {
-        const int64_t at = blk * kPhaseBlock + 16 * g;
-        const __mmask16 axis = plane_mask(planes[ps.axis], g);
-        const __mmask16 take = ps.imaginary ? axis : _knot_mask16(axis);
-        const __m512 v =
-            _mm512_mask_blend_ps(plane_mask(planes[ps.sign], g), _mm512_loadu_ps(ps.x + at), _mm512_loadu_ps(ps.nx + at));
-        acc = _mm512_mask_add_ps(acc, take, acc, v);
+// eight sums of a stage as eight passes, each over four rows at once (four
+// independent add chains, as in tern_pext_row_block; one row alone would
+// wait on its single chain's latency), loading its masks and input,
+// signing and adding. The planes stay in L1 between passes. The sums and
+// their order are the fused kernel's.
+template <int kPlane, bool kOnB, bool kImaginary>  // kPlane: 0 = U's planes, 2 = W's
+inline void unfused_pass(const BlockPhase* const rows[4], int64_t nb, const float* a, const float* b,
+                         const float* na, const float* nb_, float out[4]) {
+  const float* x = kOnB ? b : a;
+  const float* nx = kOnB ? nb_ : na;
+  __m512 acc[4];
+  for (auto& v : acc) v = _mm512_setzero_ps();
+  for (int64_t blk = 0; blk < nb; ++blk)
+    for (int g = 0; g < kPhaseBlock / 16; ++g) {
+      const int64_t at = blk * kPhaseBlock + 16 * g;
+      const __m512 xv = _mm512_loadu_ps(x + at), nxv = _mm512_loadu_ps(nx + at);
+      for (int r = 0; r < 4; ++r) {
+        const uint64_t* planes = &rows[r][blk].u_axis;
+        const __mmask16 axis = plane_mask(planes[kPlane], g);
+        const __m512 v = _mm512_mask_blend_ps(plane_mask(planes[kPlane + 1], g), xv, nxv);
+        acc[r] = _mm512_mask_add_ps(acc[r], kImaginary ? axis : _knot_mask16(axis), acc[r], v);
       }
     }
-    S[s] = phase_reduce_512(acc);
+  for (int r = 0; r < 4; ++r) out[r] = phase_reduce_512(acc[r]);
+}
+
+void phase_gemm_avx512_unfused(const PhaseMatrix& w, const float* x, int64_t n, float* y, int64_t ldy,
+                               int64_t r0, int64_t r1, const float* neg) {
+  const int64_t M = w.rows, K = w.cols, nb = K / kPhaseBlock;
+  const auto* blocks = reinterpret_cast<const BlockPhase*>(w.data);
+  for (int64_t i = 0; i < n; ++i) {
+    const float *a = x + i * 2 * K, *b = a + K, *na = neg + i * 2 * K, *nb_ = na + K;
+    float* out = y + i * ldy;
+    for (int64_t r = r0; r < r1; r += 4) {
+      const int R = int(std::min<int64_t>(4, r1 - r));
+      for (int st = 0; st < w.stages; ++st) {
+        const BlockPhase* rows[4];
+        for (int k = 0; k < 4; ++k) rows[k] = blocks + (st * M + r + std::min(k, R - 1)) * nb;
+        float S[8][4];  // TrUa, TiUb, TrWa, TiWb, TrUb, TiUa, TrWb, TiWa
+        unfused_pass<0, false, false>(rows, nb, a, b, na, nb_, S[0]);
+        unfused_pass<0, true, true>(rows, nb, a, b, na, nb_, S[1]);
+        unfused_pass<2, false, false>(rows, nb, a, b, na, nb_, S[2]);
+        unfused_pass<2, true, true>(rows, nb, a, b, na, nb_, S[3]);
+        unfused_pass<0, true, false>(rows, nb, a, b, na, nb_, S[4]);
+        unfused_pass<0, false, true>(rows, nb, a, b, na, nb_, S[5]);
+        unfused_pass<2, true, false>(rows, nb, a, b, na, nb_, S[6]);
+        unfused_pass<2, false, true>(rows, nb, a, b, na, nb_, S[7]);
+        for (int k = 0; k < R; ++k) {
+          const float row_sums[8] = {S[0][k], S[1][k], S[2][k], S[3][k], S[4][k], S[5][k], S[6][k], S[7][k]};
+          phase_store(w.scales + 4 * st, row_sums, st, &out[r + k], &out[M + r + k]);
+        }
+      }
+    }
   }
 }
 
@@ -123,13 +149,13 @@ void phase_gemm_avx512(const PhaseMatrix& w, const float* x, int64_t n, float* y
   const __m512i sign = _mm512_set1_epi32(INT32_MIN);
   for (int64_t k = 0; k < len; k += 16)  // 2 * cols is a multiple of 128
     _mm512_storeu_si512(neg + k, _mm512_xor_si512(_mm512_loadu_si512(x + k), sign));
-  phase_gemm_driver(w, x, n, y, ldy, r0, r1,
-                    [&](const BlockPhase* row, int64_t nb, const float* a, const float* b, float S[8]) {
-                      if constexpr (kFused)
+  if constexpr (kFused)
+    phase_gemm_driver(w, x, n, y, ldy, r0, r1,
+                      [&](const BlockPhase* row, int64_t nb, const float* a, const float* b, float S[8]) {
                         phase_sums_avx512(row, nb, a, b, neg + (a - x), neg + (b - x), S);
-                      else
-                        phase_sums_avx512_unfused(row, nb, a, b, neg + (a - x), neg + (b - x), S);
-                    });
+                      });
+  else
+    phase_gemm_avx512_unfused(w, x, n, y, ldy, r0, r1, neg);
 }
 
 }  // namespace
