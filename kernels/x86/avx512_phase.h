@@ -4,7 +4,9 @@
 //
 // FairyFuse extracts its lane masks with pext from interleaved 2-bit codes.
 // FAIRY2I already stores each block as bit planes, so a mask is a 16-bit
-// load straight into a k register (kmovw k, m16: a load port, no ALU op).
+// load straight into a k register (kmovw k, m16), with no pext, shift or
+// general-register move on the way. The planes are only read here, so
+// reading a uint64_t plane as 16-bit masks reorders nothing.
 // Each call first writes a negated copy of its input (FairyFuse's
 // pre-negation: the minus signs become adds); the sign plane then picks x
 // or -x with a blend, and the axis plane routes the signed input with a
