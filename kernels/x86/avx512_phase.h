@@ -141,7 +141,8 @@ void phase_gemm_avx512_unfused(const PhaseMatrix& w, const float* x, int64_t n, 
   }
 }
 
-// Both forms: the input's negated copy, then the driver's loops.
+// Both forms: the call check and the input's negated copy, then the
+// fused form through the shared driver or the unfused one's own loops.
 template <bool kFused>
 void phase_gemm_avx512(const PhaseMatrix& w, const float* x, int64_t n, float* y, int64_t ldy, int64_t r0,
                        int64_t r1) {

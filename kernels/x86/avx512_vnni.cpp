@@ -57,7 +57,7 @@ constexpr int kMaxRows = 4;  // rows per group: shares each activation load 4 wa
 // stays at two.
 constexpr int kChunkVecs = 4;
 constexpr int kBase3Vecs = 2;
-constexpr int kMaxVecs = kChunkVecs;
+constexpr int kMaxVecs = std::max(kChunkVecs, kBase3Vecs);
 // Bytes ahead of the current load that the loop asks for: about 30 loop
 // steps of one group, enough to cover DRAM latency on one core (1-4 KiB
 // measured within 3% of each other; none 1.25x worse).

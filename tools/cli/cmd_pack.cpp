@@ -45,8 +45,9 @@ void add_pack(CLI::App& app) {
     o->fairy2i_stages = *fairy ? *stages : 0;
     o->type = ascii_lower(*type) == "tq1_0" ? gguf::TensorType::TQ1_0 : gguf::TensorType::TQ2_0;
     auto float_type = [](const std::string& s) -> std::optional<gguf::TensorType> {
+      const std::string name = ascii_lower(s);
       for (gguf::TensorType t : kDenseTypes)
-        if (ascii_lower(s) == ascii_lower(gguf::traits(t).name)) return t;
+        if (name == ascii_lower(gguf::traits(t).name)) return t;
       return std::nullopt;  // empty: the check lets no other name through
     };
     o->output_type = float_type(*head);
