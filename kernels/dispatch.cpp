@@ -44,7 +44,7 @@ constexpr SetAccessor kSetTable[] = {
 };
 
 bool supports(const KernelSet& s, ActMode mode, bool phase) {
-  if (phase) return mode == ActMode::Float && s.phase_gemm;
+  if (phase) return mode == ActMode::Float ? s.phase_gemm != nullptr : s.phase_gemm_i8 != nullptr;
   return mode == ActMode::Float ? s.gemm_f32 != nullptr : s.gemm_i8 != nullptr;
 }
 
@@ -153,6 +153,21 @@ void check_phase_call(const PhaseMatrix& w, int64_t n, int64_t ldy, int64_t r0, 
     fail("row range [" + std::to_string(r0) + ", " + std::to_string(r1) + ") outside [0, " +
          std::to_string(w.rows) + ")");
   if (n > 1 && ldy < 2 * w.rows) fail("output stride " + std::to_string(ldy) + " below " + std::to_string(2 * w.rows));
+}
+
+int64_t check_phase_i8_call(const PhaseMatrix& w, const int8_t* xq, int64_t n, const int* digits,
+                            const float* xscale, int64_t ldy, int64_t r0, int64_t r1) {
+  check_phase_call(w, n, ldy, r0, r1);
+  auto fail = [](const std::string& problem) { throw Error("Fairy2i int8 kernel call: " + problem); };
+  if (n > 0 && (xq == nullptr || digits == nullptr || xscale == nullptr)) fail("no input, digits or scales");
+  int64_t vectors = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (digits[i] < 1 || digits[i] > kMaxActDigits)
+      fail("vector " + std::to_string(i) + " has " + std::to_string(digits[i]) + " digits (1 to " +
+           std::to_string(kMaxActDigits) + ")");
+    vectors += digits[i];
+  }
+  return vectors;
 }
 
 void check_dense_call(const DenseMatrix& w, int64_t n, int64_t ldy, int64_t r0, int64_t r1) {

@@ -27,6 +27,10 @@ namespace tern::kernels_detail {
 void check_call(const TernaryMatrix& w, ActMode mode, int64_t n, int64_t r0, int64_t r1);
 // The same for a Fairy2i matrix (ldy >= 2 * rows when n > 1).
 void check_phase_call(const PhaseMatrix& w, int64_t n, int64_t ldy, int64_t r0, int64_t r1);
+// The same for PhaseGemmI8's arguments (each token 1 to kMaxActDigits
+// digits); returns the int8 vectors in xq.
+int64_t check_phase_i8_call(const PhaseMatrix& w, const int8_t* xq, int64_t n, const int* digits,
+                            const float* xscale, int64_t ldy, int64_t r0, int64_t r1);
 // The same for a dense float matrix (F32, F16 or BF16; ldy >= r1 when n > 1).
 void check_dense_call(const DenseMatrix& w, int64_t n, int64_t ldy, int64_t r0, int64_t r1);
 

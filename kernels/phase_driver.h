@@ -8,6 +8,7 @@
 #pragma once
 #include <cstdint>
 
+#include "code_layout.h"
 #include "kernel_sets.h"
 #include "tern/phase.h"
 
@@ -43,6 +44,38 @@ void phase_gemm_driver(const PhaseMatrix& w, const float* x, int64_t n, float* y
         float S[8];
         sums(blocks + (st * M + r) * nb, nb, a, a + K, S);
         phase_store(w.scales + 4 * st, S, st, &out[r], &out[M + r]);
+      }
+    }
+}
+
+// The int8 form (kernels.h PhaseGemmI8) around an ISA's `sums(row, nb, q,
+// stride, count, S)`, which fills S[v][8] with one row's exact integer sums
+// of one stage against the count <= kGroup vectors q + v * stride. A group
+// of vectors shares each decoded block of the row (a token's digits, or
+// consecutive tokens); the row's planes stay in L1 while the groups pass.
+template <int kGroup, class SumsI8>
+void phase_gemm_i8_driver(const PhaseMatrix& w, const int8_t* xq, int64_t n, const int* digits,
+                          const float* xscale, float* y, int64_t ldy, int64_t r0, int64_t r1, SumsI8 sums) {
+  const int64_t nq = check_phase_i8_call(w, xq, n, digits, xscale, ldy, r0, r1);
+  const int64_t M = w.rows, K = w.cols, nb = K / kPhaseBlock;
+  const auto* blocks = reinterpret_cast<const BlockPhase*>(w.data);
+  auto* S = reinterpret_cast<int32_t(*)[8]>(thread_scratch(0, size_t(nq) * 8 * sizeof(int32_t)));
+  for (int64_t r = r0; r < r1; ++r)
+    for (int st = 0; st < w.stages; ++st) {
+      const BlockPhase* row = blocks + (st * M + r) * nb;
+      for (int64_t v = 0; v < nq; v += kGroup)
+        sums(row, nb, xq + v * 2 * K, 2 * K, int(nq - v < kGroup ? nq - v : kGroup), S + v);
+      const int32_t(*t)[8] = S;
+      for (int64_t i = 0; i < n; ++i) {
+        const float inv = 1.0f / xscale[i];
+        float f[8];
+        for (int j = 0; j < 8; ++j) {
+          int64_t v = 0;  // at most 8290687 * K in magnitude
+          for (int d = 0; d < digits[i]; ++d) v = 255 * v + t[d][j];
+          f[j] = float(v) * inv;
+        }
+        phase_store(w.scales + 4 * st, f, st, &y[i * ldy + r], &y[i * ldy + M + r]);
+        t += digits[i];
       }
     }
 }

@@ -195,12 +195,40 @@ void phase_gemm(const PhaseMatrix& w, const float* x, int64_t n, float* y, int64
   }
 }
 
+// The eight integer sums of one row and stage against int8 vectors q +
+// v * stride (a, then b at cols), straight from the code of each column.
+void phase_sums_i8(const BlockPhase* row, int64_t nb, const int8_t* q, int64_t stride, int count,
+                   int32_t (*S)[8]) {
+  const int64_t K = nb * kPhaseBlock;
+  for (int v = 0; v < count; ++v) {
+    const int8_t* a = q + v * stride;
+    const int8_t* b = a + K;
+    int32_t s[8] = {};
+    for (int64_t k = 0; k < K; ++k) {
+      const BlockPhase& p = row[k / kPhaseBlock];
+      const int j = int(k % kPhaseBlock);
+      const int32_t u = (p.u_sign >> j) & 1 ? -1 : 1, w = (p.w_sign >> j) & 1 ? -1 : 1;
+      if ((p.u_axis >> j) & 1) s[1] += u * b[k], s[5] += u * a[k];  // Ti_U
+      else s[0] += u * a[k], s[4] += u * b[k];                       // Tr_U
+      if ((p.w_axis >> j) & 1) s[3] += w * b[k], s[7] += w * a[k];  // Ti_W
+      else s[2] += w * a[k], s[6] += w * b[k];                       // Tr_W
+    }
+    for (int g = 0; g < 8; ++g) S[v][g] = s[g];
+  }
+}
+
+void phase_gemm_i8(const PhaseMatrix& w, const int8_t* xq, int64_t n, const int* digits, const float* xscale,
+                   float* y, int64_t ldy, int64_t r0, int64_t r1) {
+  kernels_detail::phase_gemm_i8_driver<kMaxActDigits>(w, xq, n, digits, xscale, y, ldy, r0, r1, &phase_sums_i8);
+}
+
 bool always(const CpuFeatures&) { return true; }
 
 }  // namespace
 
 const KernelSet& scalar_kernels() {
-  static const KernelSet set{"scalar", &always, &gemm_f32, &gemm_i8, &dense_gemm, nullptr, nullptr, &phase_gemm};
+  static const KernelSet set{"scalar", &always, &gemm_f32, &gemm_i8, &dense_gemm, nullptr, nullptr, &phase_gemm,
+                             &quantize_act_i8, &phase_gemm_i8};
   return set;
 }
 

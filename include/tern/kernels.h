@@ -117,6 +117,17 @@ struct PhaseMatrix {
 using PhaseGemm = void (*)(const PhaseMatrix& w, const float* x, int64_t n, float* y, int64_t ldy,
                            int64_t r0, int64_t r1);
 
+// PhaseGemm on int8 activations (Fairy2i run with --float-act i8 or i16).
+// Token i < n is digits[i] vectors of 2 * cols int8 values in [-127, 127]
+// (a then b, the padding zero), one after another in xq, most significant
+// digit first: it stands for (sum_j 255^(digits[i]-1-j) q_j) / xscale[i].
+// Per stage and row the eight sums of kernels.h's PhaseGemm are exact
+// integers (int32 per digit, combined in int64), so every set gets the
+// same bits without fixing an order; each becomes float(sum) * (1 /
+// xscale[i]) and the outputs are PhaseGemm's fma sequence of those.
+using PhaseGemmI8 = void (*)(const PhaseMatrix& w, const int8_t* xq, int64_t n, const int* digits,
+                             const float* xscale, float* y, int64_t ldy, int64_t r0, int64_t r1);
+
 // Int8 activations for the int8 mode: x[n] -> q[n], returning the scale,
 // byte for byte as quantize_act_i8 (quant.h), the scalar reference.
 using QuantizeI8 = float (*)(const float* x, int64_t n, int8_t* q);
@@ -132,6 +143,7 @@ struct KernelSet {
   PreparedBytes prepared_bytes = nullptr;  // set exactly when prepare is
   PhaseGemm phase_gemm = nullptr;  // Fairy2i linears; null: the set has no path for them
   QuantizeI8 quantize_i8 = &quantize_act_i8;  // every set has it
+  PhaseGemmI8 phase_gemm_i8 = nullptr;  // Fairy2i linears on int8 digits; null: none
 };
 
 // The read roof's loop (kernels/read_roof.cpp): sums the bytes p[0, n) (n

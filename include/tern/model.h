@@ -154,7 +154,8 @@ struct RunState {
                                // through a linear's own norm; Fairy2i: [max_batch][2 *
                                // widest padded complex width]; empty when none is needed
   std::vector<int8_t> xq;      // [max_batch][digits][widest K] int8 input (up to
-                               // Model::digits_ vectors per token), K = padded_cols(width)
+                               // Model::digits_ vectors per token), K = padded_cols(width);
+                               // Fairy2i: [max_batch][digits][2 * widest complex width]
   std::vector<float> xq_scale; // [max_batch] 127 (int16: act_digits_max) / absmax per token
   std::vector<int> xq_digits;  // [max_batch] vectors token i's input took
   std::vector<int32_t> isum;   // [max_batch][digits][max(q_dim + 2 kv_dim, 2 hidden_dim, dim)]
@@ -175,8 +176,10 @@ struct RunState {
 // a relative error above kWideRelError) and multiplied as int8 digits by
 // the int8 kernels (quantize_act_digits): 2-3x the float kernels' speed,
 // logits identical on every kernel set, a trained model's perplexity
-// within 0.01% of exact (docs/PERFORMANCE.md). Exact: the float kernels.
-enum class FloatActs { Int16, Exact };
+// within 0.01% of exact (docs/PERFORMANCE.md). Int8: one int8 digit per
+// token (BitNet's per-token absmax), faster and lossy. Exact: the float
+// kernels. Fairy2i models take the same choices (PhaseGemmI8).
+enum class FloatActs { Int16, Int8, Exact };
 // ||x - rounded x|| / ||x|| above which an input gets 24 bits: the error
 // a ternary dot product then takes is about this over sqrt(K) relative to
 // sum |t x|, no more than the float kernels' own rounding.
@@ -227,6 +230,8 @@ class Model {
   // True when a float-activation model runs its linears on int16
   // activations (LoadOptions::float_acts), through the int8 kernels.
   bool int16_activations() const { return digits_ > 1; }
+  // True when a float-activation model runs them on int8 activations.
+  bool int8_float_activations() const { return digits_ == 1 && config_.act_mode == ActMode::Float; }
   // The per-shape choices of --kernel auto; empty when the model was not
   // tuned (another kernel option, or float kernels).
   std::span<const KernelChoice> kernel_choices() const { return choices_; }

@@ -31,6 +31,8 @@
 // sum(t q). int32 lanes wrap, so rows are summed in segments short enough
 // that every lane's true value fits (kChunkSegment, kGroupSegment) and the
 // segments are added in 64 bits: exact for any K the scalar oracle takes.
+//
+// Fairy2i linears on int8 activations: avx512_phase_i8.h.
 
 // GCC 12's AVX-512 intrinsics read a deliberately undefined vector
 // (_mm512_undefined_*) as a pass-through operand and then warn about it.
@@ -45,6 +47,7 @@
 #include "../kernel_sets.h"
 #include "avx2_dense.h"
 #include "avx2_quant.h"
+#include "avx512_phase_i8.h"
 
 namespace tern::kernels_detail {
 namespace {
@@ -256,7 +259,8 @@ bool available(const CpuFeatures& c) {
 
 const KernelSet& avx512_vnni_kernels() {
   static const KernelSet set{"avx512-vnni", &available, nullptr, &gemm_i8, &dense_gemm_x86, &prepare,
-                             &prepared_bytes, nullptr, &quantize_i8_avx2};
+                             &prepared_bytes, nullptr, &quantize_i8_avx2,
+                             &phase_gemm_i8_avx512};
   return set;
 }
 

@@ -116,7 +116,7 @@ void Model::resize_state(int max_seq, int max_batch) {
       2 * size_t(std::max({phase_cols(c.dim / 2), phase_cols(c.q_dim() / 2), phase_cols(c.hidden_dim / 2)}));
   s.xpad.assign(c.phase ? B * phase_widest : padded || c.linear_norm_eps > 0 ? B * widest : 0, 0.0f);
   const size_t digits = size_t(digits_);
-  s.xq.assign(B * digits * widest, 0);
+  s.xq.assign(B * digits * (c.phase ? phase_widest : widest), 0);
   s.xq_scale.assign(digits ? B : 0, 0.0f);
   s.xq_digits.assign(digits ? B : 0, 0);
   // Sums of the widest group of products sharing an input (linears).
@@ -142,10 +142,26 @@ void Model::phase_linears(std::initializer_list<Product> ps, const float* x, int
     std::copy(in + m, in + 2 * m, row + K);
     std::fill(row + K + m, row + 2 * K, 0.0f);
   }
+  // Int8 digits of each padded row, scaled as one vector: a and b are the
+  // halves of one real input.
+  int64_t nq = 0;
+  for (size_t i = 0; i < size_t(n) && digits_; ++i) {
+    const float* row = s.xpad.data() + i * 2 * K;
+    int8_t* q = s.xq.data() + size_t(nq) * 2 * K;
+    int d = 1;
+    s.xq_scale[i] = digits_ == 1 ? kernels_->quantize_i8(row, int64_t(2 * K), q)
+                                 : quantize_act_wide(row, int64_t(2 * K), kWideRelError, q, int64_t(2 * K), &d);
+    s.xq_digits[i] = d;
+    nq += d;
+  }
   for_product_rows(
       *pool_, ps, [](const Product& p) { return p.l->phase.rows; },
       [&](const Product& p, int64_t, int64_t r0, int64_t r1) {
-        kernels_->phase_gemm(p.l->phase, s.xpad.data(), n, p.y, 2 * p.l->phase.rows, r0, r1);
+        const int64_t ldy = 2 * p.l->phase.rows;
+        if (digits_)
+          kernels_->phase_gemm_i8(p.l->phase, s.xq.data(), n, s.xq_digits.data(), s.xq_scale.data(), p.y, ldy,
+                                  r0, r1);
+        else kernels_->phase_gemm(p.l->phase, s.xpad.data(), n, p.y, ldy, r0, r1);
       });
 }
 

@@ -439,12 +439,14 @@ std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
   const gguf::File& f = m->file_;
   Config& c = m->config_ = read_config(f);
   // Int16 activations are int8 digits: the float model runs on int8 kernels.
-  const bool int16 = c.act_mode == ActMode::Float && !c.phase && opts.float_acts == FloatActs::Int16;
-  m->digits_ = int16 ? kMaxActDigits : c.act_mode == ActMode::Int8 ? 1 : 0;
+  const bool float_model = c.act_mode == ActMode::Float;
+  const FloatActs fa = opts.float_acts;
+  m->digits_ = !float_model ? 1 : fa == FloatActs::Int16 ? kMaxActDigits : fa == FloatActs::Int8 ? 1 : 0;
   m->kernels_ = &select_kernels(opts.kernel, m->digits_ ? ActMode::Int8 : ActMode::Float, c.phase,
-                                int16 ? "this float-activation model runs its int16 activations on int8 "
-                                        "kernels; --float-act f32 runs its float path"
-                                      : "");
+                                float_model && m->digits_
+                                    ? "this float-activation model runs its int16 or int8 activations on "
+                                      "int8 kernels; --float-act f32 runs its float path"
+                                    : "");
   if (opts.kernel == "auto" && m->digits_ && !c.phase) m->choose_kernels();
   Weights& w = m->weights_;
 

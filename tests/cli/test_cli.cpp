@@ -120,7 +120,13 @@ TEST_F(Cli, FloatActChoosesFloatModelInputs) {
   EXPECT_NE(i16, f32);
   EXPECT_NEAR(i16, f32, f32 * 1e-3);
   EXPECT_EQ(ppl("--float-act i16"), i16);
-  expect_one_line_error(cli("generate -m " + quote(m) + " -p x --float-act i8"), "--float-act");
+  // int8: lossy, so neither the float nor the int16 figure, but close.
+  const double i8 = ppl("--float-act i8");
+  EXPECT_NE(i8, i16);
+  EXPECT_NEAR(i8, f32, f32 * 5e-2);
+  EXPECT_NE(cli("info " + quote(m) + " --float-act i8").out.find("activation mode: float, run as int8"),
+            std::string::npos);
+  expect_one_line_error(cli("generate -m " + quote(m) + " -p x --float-act i4"), "--float-act");
 }
 
 TEST_F(Cli, InfoShowsKernelAutoChoices) {
@@ -157,8 +163,9 @@ TEST_F(Cli, KernelsListsScalarAsSelectedWhenForced) {
   EXPECT_NE(line.find(" available"), std::string::npos) << line;
   EXPECT_NE(line.find(" selected"), std::string::npos) << line;
   // Scalar serves every mode, Fairy2i's phase kernel too.
-  EXPECT_NE(line.find("float+int8+fairy2i"), std::string::npos) << line;
+  EXPECT_NE(line.find("float+int8+fairy2i+fairy2i-int8"), std::string::npos) << line;
   EXPECT_NE(line.find("selected(fairy2i)"), std::string::npos) << line;
+  EXPECT_NE(line.find("selected(fairy2i-int8)"), std::string::npos) << line;
 }
 
 TEST_F(Cli, BenchReportsPromptAndGeneration) {

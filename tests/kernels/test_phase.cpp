@@ -3,7 +3,9 @@
 // double from the codes, every other set with a Fairy2i path against scalar
 // bit for bit, on one and many complex rows, widths that are one block, many
 // blocks, and padded, one vector and a batch, row ranges, and edge codes
-// (all one code, all zero activations).
+// (all one code, all zero activations). The int8 form (PhaseGemmI8) the
+// same way: scalar against the map on the values its digits stand for,
+// every other set against scalar bit for bit, on tokens of 1 to 3 digits.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -17,6 +19,7 @@
 #include "tern/error.h"
 #include "tern/kernels.h"
 #include "tern/phase.h"
+#include "tern/quant.h"
 
 namespace tern {
 namespace {
@@ -211,6 +214,111 @@ TEST(PhaseKernels, EverySetMatchesScalarBitForBit) {
     ++compared;
   }
   std::printf("[measure] %d kernel sets besides scalar have a Fairy2i path on this CPU\n", compared);
+}
+
+// Int8 inputs: token i has digits[i] vectors of 2 * cols values in
+// [-127, 127], the padding zero; extreme: every value +-127.
+struct I8Input {
+  std::vector<int8_t> q;
+  std::vector<int> digits;
+  std::vector<float> scale;
+};
+
+I8Input make_q(const Phase& p, const std::vector<int>& digits, uint32_t seed, bool extreme = false) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> v(-127, 127), sign(0, 1);
+  std::uniform_real_distribution<float> sc(0.5f, 200.0f);
+  I8Input in;
+  in.digits = digits;
+  for (int d : digits) {
+    in.scale.push_back(sc(rng));
+    for (int j = 0; j < d; ++j)
+      for (int half = 0; half < 2; ++half)
+        for (int64_t k = 0; k < p.cols; ++k)
+          in.q.push_back(k >= p.m ? 0 : extreme ? int8_t(sign(rng) ? 127 : -127) : int8_t(v(rng)));
+  }
+  return in;
+}
+
+std::vector<float> run_i8(PhaseGemmI8 gemm, const Phase& p, const I8Input& in, int64_t r0, int64_t r1) {
+  const int64_t n = int64_t(in.digits.size()), ldy = 2 * p.n + 3;
+  std::vector<float> y(size_t(n * ldy), -7.0f);
+  gemm(p.pm, in.q.data(), n, in.digits.data(), in.scale.data(), y.data(), ldy, r0, r1);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t r = 0; r < ldy; ++r) {
+      const bool written = (r >= r0 && r < r1) || (r >= p.n + r0 && r < p.n + r1);
+      if (!written) {
+        EXPECT_EQ(y[size_t(i * ldy + r)], -7.0f) << "stray write at vector " << i << " row " << r;
+      }
+    }
+  return y;
+}
+
+TEST(PhaseScalarI8, MatchesTheWidelyLinearMapOfItsDigits) {
+  uint32_t seed = 300;
+  for (const Shape& sh : kShapes) {
+    const Phase p = make_phase(sh.n, sh.m, sh.stages, seed++);
+    const I8Input in = make_q(p, {1, 2, 3}, seed++);
+    const std::vector<float> y = run_i8(scalar_kernels().phase_gemm_i8, p, in, 0, p.n);
+    const int64_t L = 2 * p.cols;
+    const int8_t* q = in.q.data();
+    for (size_t i = 0; i < in.digits.size(); ++i) {
+      std::vector<float> x(static_cast<size_t>(L));  // what the digits stand for (exact in float below 2^24)
+      for (int64_t k = 0; k < L; ++k) {
+        double v = 0;
+        for (int j = 0; j < in.digits[i]; ++j) v = 255 * v + q[j * L + k];
+        x[size_t(k)] = float(v / in.scale[i]);
+      }
+      q += in.digits[i] * L;
+      const std::vector<double> want = widely_linear(p, x.data());
+      double scale = 0;
+      for (double v : want) scale = std::max(scale, std::fabs(v));
+      for (int64_t r = 0; r < 2 * p.n; ++r) {
+        EXPECT_NEAR(y[size_t(int64_t(i) * (2 * p.n + 3) + r)], want[size_t(r)], 1e-5 * (scale + 1))
+            << sh.n << "x" << sh.m << " stages " << sh.stages << " token " << i << " row " << r;
+      }
+    }
+  }
+}
+
+TEST(PhaseScalarI8, BadDigitsAreErrors) {
+  const Phase p = make_phase(4, 64, 1, 7);
+  I8Input in = make_q(p, {1}, 8);
+  std::vector<float> y(16);
+  for (int d : {0, kMaxActDigits + 1, -1}) {
+    in.digits = {d};
+    EXPECT_THROW(scalar_kernels().phase_gemm_i8(p.pm, in.q.data(), 1, in.digits.data(), in.scale.data(), y.data(),
+                                                8, 0, 4),
+                 Error)
+        << d << " digits";
+  }
+}
+
+// Integer sums: every set equals scalar exactly, whatever its lanes and
+// grouping of vectors; tokens of mixed digit counts make groups that
+// straddle tokens, and +-127 everywhere is the largest sum.
+TEST(PhaseKernelsI8, EverySetMatchesScalarBitForBit) {
+  int compared = 0;
+  for (const KernelSet* ks : all_kernel_sets()) {
+    if (!ks->phase_gemm_i8 || ks == &scalar_kernels() || !ks->available(cpu_features())) continue;
+    uint32_t seed = 500;
+    for (const Shape& sh : kShapes)
+      for (const std::vector<int>& digits : {std::vector<int>{1}, {2}, {3}, {1, 3, 2, 1, 1}}) {
+        const Phase p = make_phase(sh.n, sh.m, sh.stages, seed++);
+        for (bool extreme : {false, true}) {
+          const I8Input in = make_q(p, digits, seed++, extreme);
+          for (auto [r0, r1] : {std::pair<int64_t, int64_t>{0, p.n}, {p.n / 3, p.n - p.n / 4}}) {
+            const std::vector<float> want = run_i8(scalar_kernels().phase_gemm_i8, p, in, r0, r1);
+            const std::vector<float> got = run_i8(ks->phase_gemm_i8, p, in, r0, r1);
+            ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0)
+                << ks->name << " " << sh.n << "x" << sh.m << " stages " << sh.stages << " tokens "
+                << digits.size() << (extreme ? " extreme" : "");
+          }
+        }
+      }
+    ++compared;
+  }
+  std::printf("[measure] %d kernel sets besides scalar have an int8 Fairy2i path on this CPU\n", compared);
 }
 
 }  // namespace

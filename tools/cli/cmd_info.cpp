@@ -16,12 +16,15 @@ namespace {
 
 const char* act_name(const Model& m) {
   if (m.config().act_mode == ActMode::Int8) return "int8 (per-token absmax)";
-  return m.int16_activations() ? "float, run as int16 (per-token absmax; --float-act f32: exact)" : "float";
+  if (m.int16_activations()) return "float, run as int16 (per-token absmax; --float-act f32: exact)";
+  return m.int8_float_activations() ? "float, run as int8 (per-token absmax, lossy; --float-act f32: exact)"
+                                    : "float";
 }
 
-void run_info(const std::string& path, const std::string& kernel) {
+void run_info(const std::string& path, const std::string& kernel, const std::string& float_act) {
   LoadOptions lo;
   lo.kernel = kernel_choice(kernel);
+  lo.float_acts = float_acts(float_act);
   lo.run_state = false;  // a description of the file runs nothing
   std::unique_ptr<Model> model = Model::load(path, lo);
   const gguf::File& f = model->file();
@@ -119,7 +122,9 @@ void add_info(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("info", "describe a model file and this CPU");
   cmd->add_option("file", *path, "GGUF model file")->required();
   cmd->add_option("--kernel", *kernel, "force a kernel set (see 'tern kernels'); auto: time them per shape");
-  cmd->callback([path, kernel] { run_info(*path, *kernel); });
+  auto float_act = std::make_shared<std::string>("i16");
+  add_float_act_option(*cmd, *float_act);
+  cmd->callback([path, kernel, float_act] { run_info(*path, *kernel, *float_act); });
 }
 
 void add_kernels(CLI::App& app) {
@@ -140,17 +145,19 @@ void add_kernels(CLI::App& app) {
     const KernelSet* for_float = chosen(ActMode::Float, false);
     const KernelSet* for_int8 = chosen(ActMode::Int8, false);
     const KernelSet* for_phase = chosen(ActMode::Float, true);  // Fairy2i models
+    const KernelSet* for_phase_i8 = chosen(ActMode::Int8, true);  // their int16 / int8 inputs
     for (const KernelSet* k : all_kernel_sets()) {
       std::string modes, selected;
       for (auto [mode, phase, name, chosen] : {std::tuple{ActMode::Float, false, "float", for_float},
                                                std::tuple{ActMode::Int8, false, "int8", for_int8},
-                                               std::tuple{ActMode::Float, true, "fairy2i", for_phase}}) {
+                                               std::tuple{ActMode::Float, true, "fairy2i", for_phase},
+                                               std::tuple{ActMode::Int8, true, "fairy2i-int8", for_phase_i8}}) {
         if (!kernel_supports(*k, mode, phase)) continue;
         modes += modes.empty() ? name : std::string("+") + name;
         if (k == chosen) selected += std::string(" selected(") + name + ")";
       }
-      char line[160];
-      std::snprintf(line, sizeof line, "%-14s %-11s %-18s%s", k->name,
+      char line[200];
+      std::snprintf(line, sizeof line, "%-14s %-11s %-31s%s", k->name,
                     k->available(cpu) ? "available" : "unavailable", modes.c_str(), selected.c_str());
       std::string text = line;
       text.erase(text.find_last_not_of(' ') + 1);

@@ -35,11 +35,16 @@ void add_run_options(CLI::App& cmd, RunOptions& o) {
   add_float_act_option(cmd, o.float_act);
 }
 
+FloatActs float_acts(const std::string& flag) {
+  return flag == "f32" ? FloatActs::Exact : flag == "i8" ? FloatActs::Int8 : FloatActs::Int16;
+}
+
 void add_float_act_option(CLI::App& cmd, std::string& value) {
   cmd.add_option("--float-act", value,
-                 "inputs of a float-activation model's linears (TriLM): i16 (default: int16 through the "
-                 "int8 kernels; 24 bits where 16 lose more than 1e-4) or f32 (exact float)")
-      ->check(CLI::IsMember({"i16", "f32"}));
+                 "inputs of a float-activation model's linears (TriLM, Fairy2i): i16 (default: int16 "
+                 "through the int8 kernels; 24 bits where 16 lose more than 1e-4), i8 (one int8 per "
+                 "value, per-token absmax: faster, lossy) or f32 (exact float)")
+      ->check(CLI::IsMember({"i16", "i8", "f32"}));
 }
 
 std::string ascii_lower(std::string s) {
@@ -77,7 +82,7 @@ std::unique_ptr<Model> open_model(const RunOptions& o) {
   lo.ctx = o.ctx < 0 ? 0 : o.ctx == 0 ? kTrainedCtx : o.ctx;
   lo.cache_type_k = cache_type(o.cache_type_k);
   lo.cache_type_v = cache_type(o.cache_type_v);
-  lo.float_acts = o.float_act == "f32" ? FloatActs::Exact : FloatActs::Int16;
+  lo.float_acts = float_acts(o.float_act);
   std::unique_ptr<Model> m = Model::load(path, lo);
   // As llama.cpp: allowed, but positions past training are extrapolation.
   if (o.ctx > m->config().context_length)

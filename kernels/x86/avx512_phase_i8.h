@@ -1,0 +1,102 @@
+// Fairy2i's phase kernel on int8 activations for AVX-512 VNNI (kernels.h
+// PhaseGemmI8): the fused pass of avx512_phase.h with vpdpbusd doing 64
+// multiply-adds per instruction where the float kernel's masked add does 16.
+//
+// vpdpbusd multiplies unsigned bytes by signed ones, so each sub-product's
+// weights go in as t + 1 in {0, 1, 2} (t in {-1, 0, +1}) against the signed
+// activations, and the sum of the activations comes off at the end (it is
+// computed once per call and vector, not per row). Per 64 complex columns
+// the two bit planes of U become Tr_U + 1 and Ti_U + 1 in three byte blends
+// straight from k registers: sign picks 0 or 2, then the axis bit puts 1
+// where the entry belongs to the other axis. W the same; then eight
+// vpdpbusd per vector. The sums are integers, so neither the lane layout
+// nor the reduction order matters: every set gets the same ones.
+#pragma once
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "../code_layout.h"
+#include "../phase_driver.h"
+#include "tern/phase.h"
+
+namespace tern::kernels_detail {
+namespace {
+
+// Eight 16-lane int32 sums to their eight totals, in order.
+inline __m256i phase_reduce8_epi32(const __m512i acc[8]) {
+  __m256i h[8];
+  for (int j = 0; j < 8; ++j)
+    h[j] = _mm256_add_epi32(_mm512_castsi512_si256(acc[j]), _mm512_extracti64x4_epi64(acc[j], 1));
+  // Lane 0 of q0123 holds the low-half totals of sums 0..3, lane 1 the high.
+  const __m256i q0123 = _mm256_hadd_epi32(_mm256_hadd_epi32(h[0], h[1]), _mm256_hadd_epi32(h[2], h[3]));
+  const __m256i q4567 = _mm256_hadd_epi32(_mm256_hadd_epi32(h[4], h[5]), _mm256_hadd_epi32(h[6], h[7]));
+  return _mm256_add_epi32(_mm256_permute2x128_si256(q0123, q4567, 0x20),
+                          _mm256_permute2x128_si256(q0123, q4567, 0x31));
+}
+
+// One row and stage against V vectors q + v * stride; qsum[2 v] and
+// qsum[2 v + 1] are the sums of vector v's a and b halves.
+template <int V>
+inline void phase_sums_i8_avx512(const BlockPhase* row, int64_t nb, const int8_t* q, int64_t stride,
+                                 const int32_t* qsum, int32_t (*S)[8]) {
+  const int64_t K = nb * kPhaseBlock;
+  const __m512i one = _mm512_set1_epi8(1), two = _mm512_set1_epi8(2), zero = _mm512_setzero_si512();
+  __m512i acc[V][8];
+  for (int v = 0; v < V; ++v)
+    for (auto& s : acc[v]) s = _mm512_setzero_si512();
+  for (int64_t blk = 0; blk < nb; ++blk) {
+    const BlockPhase& p = row[blk];
+    const __mmask64 ua = _cvtu64_mask64(p.u_axis), wa = _cvtu64_mask64(p.w_axis);
+    const __m512i tu = _mm512_mask_blend_epi8(_cvtu64_mask64(p.u_sign), two, zero);
+    const __m512i tw = _mm512_mask_blend_epi8(_cvtu64_mask64(p.w_sign), two, zero);
+    const __m512i tru = _mm512_mask_blend_epi8(ua, tu, one), tiu = _mm512_mask_blend_epi8(ua, one, tu);
+    const __m512i trw = _mm512_mask_blend_epi8(wa, tw, one), tiw = _mm512_mask_blend_epi8(wa, one, tw);
+    for (int v = 0; v < V; ++v) {
+      const __m512i a = _mm512_loadu_si512(q + v * stride + blk * kPhaseBlock);
+      const __m512i b = _mm512_loadu_si512(q + v * stride + K + blk * kPhaseBlock);
+      acc[v][0] = _mm512_dpbusd_epi32(acc[v][0], tru, a);
+      acc[v][1] = _mm512_dpbusd_epi32(acc[v][1], tiu, b);
+      acc[v][2] = _mm512_dpbusd_epi32(acc[v][2], trw, a);
+      acc[v][3] = _mm512_dpbusd_epi32(acc[v][3], tiw, b);
+      acc[v][4] = _mm512_dpbusd_epi32(acc[v][4], tru, b);
+      acc[v][5] = _mm512_dpbusd_epi32(acc[v][5], tiu, a);
+      acc[v][6] = _mm512_dpbusd_epi32(acc[v][6], trw, b);
+      acc[v][7] = _mm512_dpbusd_epi32(acc[v][7], tiw, a);
+    }
+  }
+  for (int v = 0; v < V; ++v) {
+    // Sums 0, 2, 5 and 7 multiply a; 1, 3, 4 and 6 multiply b.
+    const int32_t sa = qsum[2 * v], sb = qsum[2 * v + 1];
+    const __m256i offset = _mm256_setr_epi32(sa, sb, sa, sb, sb, sa, sb, sa);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(S[v]),
+                        _mm256_sub_epi32(phase_reduce8_epi32(acc[v]), offset));
+  }
+}
+
+void phase_gemm_i8_avx512(const PhaseMatrix& w, const int8_t* xq, int64_t n, const int* digits,
+                          const float* xscale, float* y, int64_t ldy, int64_t r0, int64_t r1) {
+  const int64_t nq = check_phase_i8_call(w, xq, n, digits, xscale, ldy, r0, r1);
+  const int64_t K = w.cols;
+  // Sums of each vector's halves: vpdpbusd against ones, K a multiple of 64.
+  auto* qsum = reinterpret_cast<int32_t*>(thread_scratch(1, size_t(2 * nq) * sizeof(int32_t)));
+  const __m512i one = _mm512_set1_epi8(1);
+  for (int64_t h = 0; h < 2 * nq; ++h) {
+    __m512i s = _mm512_setzero_si512();
+    for (int64_t k = 0; k < K; k += 64)
+      s = _mm512_dpbusd_epi32(s, one, _mm512_loadu_si512(xq + h * K + k));
+    qsum[h] = _mm512_reduce_add_epi32(s);
+  }
+  // Two vectors per pass: 16 accumulators, six weight vectors and four
+  // inputs fit the 32 registers; three would spill.
+  phase_gemm_i8_driver<2>(w, xq, n, digits, xscale, y, ldy, r0, r1,
+                          [&](const BlockPhase* row, int64_t nb, const int8_t* q, int64_t stride, int count,
+                              int32_t(*S)[8]) {
+                            const int32_t* qs = qsum + 2 * ((q - xq) / stride);
+                            if (count == 2) phase_sums_i8_avx512<2>(row, nb, q, stride, qs, S);
+                            else phase_sums_i8_avx512<1>(row, nb, q, stride, qs, S);
+                          });
+}
+
+}  // namespace
+}  // namespace tern::kernels_detail
