@@ -1,4 +1,5 @@
-// Fairy2i phase GEMV (docs/FAIRY2I.md) of every kernel set that has one, on
+// Fairy2i phase GEMV (docs/FAIRY2I.md) of every kernel set that has one
+// (float, and int8 inputs of one or two digits), on
 // LLaMA-2 7B's shapes, against four references measured by the same
 // binary: the unfused scalar kernel (eight sub-GEMVs), the same SIMD
 // kernel unfused where a set has that form (eight passes per row over the
@@ -7,6 +8,7 @@
 // bits per weight against W2's 2.0), and the read roof. Names:
 //   phase/<set>/W<stages>/<rows>x<cols>/threads:<T>/<warm|cold>
 //   phase-unfused/<set>/W<stages>/<rows>x<cols>/threads:<T>/<warm|cold>
+//   phase-i8/<set>/W<stages>/d<digits>/<rows>x<cols>/threads:<T>/<warm|cold>
 //   ternary/<set>/TQ2_0/<float|int8>/<rows>x<cols>/threads:<T>/<warm|cold>
 //   roof/read/threads:<T>
 // rows x cols is the real matrix (2n x 2m). Cold calls rotate over copies
@@ -160,6 +162,34 @@ void bm_phase(benchmark::State& st, PhaseGemm gemm, PhaseShape s, int threads, b
   report(st, t, c.bytes, s.rows * s.cols);
 }
 
+// The int8 form on one token of `digits` int8 vectors (1: --float-act i8,
+// 2: int16, as most tokens take).
+void bm_phase_i8(benchmark::State& st, PhaseGemmI8 gemm, int digits, PhaseShape s, int threads, bool cold) {
+  PhaseCopies c;
+  try {
+    c = make_copies(s, cold);
+    if (cold) roof_buffer();
+  } catch (const std::exception& e) {
+    st.SkipWithError(e.what());
+    return;
+  }
+  const int64_t L = 2 * c.mats[0].cols;
+  std::mt19937 rng(11);
+  std::vector<int8_t> q(size_t(digits * L));
+  for (int8_t& v : q) v = int8_t(int(rng() % 255) - 127);
+  const float scale = 1.0f;
+  std::vector<float> y(size_t(s.rows));
+  const PhaseMatrix* w = &c.mats[0];
+  const Timing t = run_loop(
+      st, threads, cold, w->rows, c.bytes,
+      [&] {
+        w = &c.mats[c.next];
+        c.next = (c.next + 1) % c.mats.size();
+      },
+      [&](int64_t r0, int64_t r1) { gemm(*w, q.data(), 1, &digits, &scale, y.data(), s.rows, r0, r1); });
+  report(st, t, c.bytes, s.rows * s.cols);
+}
+
 void bm_ternary(benchmark::State& st, const KernelSet* set, ActMode mode, PhaseShape s, int threads, bool cold) {
   Rotation rot;
   try {
@@ -213,6 +243,20 @@ void register_all() {
             name += tail;
             benchmark::RegisterBenchmark(name.c_str(),
                                          [=](benchmark::State& st) { bm_phase(st, gemm, s, t, cold); })
+                ->UseManualTime()
+                ->Unit(benchmark::kMicrosecond);
+          }
+        }
+        for (const KernelSet* k : all_kernel_sets()) {
+          if (!k->available(cpu_features()) || !k->phase_gemm_i8) continue;
+          for (int digits : {1, 2}) {
+            std::string name = "phase-i8/";
+            name += k->name;
+            name += "/W" + std::to_string(kStages) + "/d" + std::to_string(digits);
+            name += tail;
+            const PhaseGemmI8 gemm = k->phase_gemm_i8;
+            benchmark::RegisterBenchmark(name.c_str(),
+                                         [=](benchmark::State& st) { bm_phase_i8(st, gemm, digits, s, t, cold); })
                 ->UseManualTime()
                 ->Unit(benchmark::kMicrosecond);
           }

@@ -46,6 +46,10 @@ struct Family {
   // phase codes (include/tern/phase.h), quantized from a float checkpoint
   // by `tern pack --fairy2i`, never selected by config.json alone.
   bool phase_linears = false;
+  // Its float inputs stay exact unless the user asks for int16 or int8
+  // (LoadOptions::float_acts). Fairy2i: the published model computes in
+  // float, and its int8 kernels are not on every instruction set.
+  bool exact_float_acts = false;
 
   bool has_sub_norms() const { return !hf_attn_sub_norm.empty(); }
 };

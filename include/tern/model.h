@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <initializer_list>
 #include <memory>
+#include <optional>
 #include <new>
 #include <span>
 #include <string>
@@ -212,7 +213,8 @@ struct LoadOptions {
   gguf::TensorType cache_type_k = gguf::TensorType::F32;
   gguf::TensorType cache_type_v = gguf::TensorType::F32;
   // Float-activation models only; int8 models quantize as they were trained.
-  FloatActs float_acts = FloatActs::Int16;
+  // None: the family's default (Int16, or Exact where Family::exact_float_acts).
+  std::optional<FloatActs> float_acts;
 };
 
 class Model {

@@ -30,7 +30,7 @@ constexpr std::array kFamilies{
     // head too) phase-quantized at pack time. Halves: the complex split
     // reads rows in HF order, so q and k are not permuted.
     Family{"Fairy2i (LLaMA-2)", "fairy2i", "LlamaForCausalLM", "silu", FfnAct::SiLU, RopeStyle::Halves,
-           "", "", false, false, ScaleConvention::Divide, true},
+           "", "", false, false, ScaleConvention::Divide, true, true},
 };
 
 // Each name once: Fairy2i shares Llama's config architecture.

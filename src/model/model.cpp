@@ -440,7 +440,7 @@ std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
   Config& c = m->config_ = read_config(f);
   // Int16 activations are int8 digits: the float model runs on int8 kernels.
   const bool float_model = c.act_mode == ActMode::Float;
-  const FloatActs fa = opts.float_acts;
+  const FloatActs fa = opts.float_acts.value_or(c.family->exact_float_acts ? FloatActs::Exact : FloatActs::Int16);
   m->digits_ = !float_model ? 1 : fa == FloatActs::Int16 ? kMaxActDigits : fa == FloatActs::Int8 ? 1 : 0;
   m->kernels_ = &select_kernels(opts.kernel, m->digits_ ? ActMode::Int8 : ActMode::Float, c.phase,
                                 float_model && m->digits_

@@ -96,6 +96,11 @@ TEST(Fairy2i, LoadsAsItsFamily) {
   EXPECT_EQ(size_t(c.vocab_size), kVocab);
   EXPECT_EQ(m->weights().layers[0].wq.phase.stages, 2);
   EXPECT_EQ(m->weights().output_phase.phase.rows, int64_t(kVocab / 2));
+  // Unasked, the inputs stay float, as the published model computes them.
+  auto plain = tern::Model::load(packed(2));
+  EXPECT_FALSE(plain->int16_activations());
+  EXPECT_FALSE(plain->int8_float_activations());
+  EXPECT_TRUE(plain->kernels().phase_gemm != nullptr) << plain->kernels().name;
 }
 
 // Every kernel set with a Fairy2i path for an input mode gives the same

@@ -38,7 +38,7 @@ struct BenchOptions {
   std::string output = "md";
   std::string kernel;
   std::string cache_type_k = "f32", cache_type_v = "f32";
-  std::string float_act = "i16";
+  std::string float_act;
   bool roof = true;
 };
 

@@ -122,7 +122,7 @@ void add_info(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("info", "describe a model file and this CPU");
   cmd->add_option("file", *path, "GGUF model file")->required();
   cmd->add_option("--kernel", *kernel, "force a kernel set (see 'tern kernels'); auto: time them per shape");
-  auto float_act = std::make_shared<std::string>("i16");
+  auto float_act = std::make_shared<std::string>();
   add_float_act_option(*cmd, *float_act);
   cmd->callback([path, kernel, float_act] { run_info(*path, *kernel, *float_act); });
 }

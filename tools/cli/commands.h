@@ -3,6 +3,7 @@
 #pragma once
 #include <CLI/CLI.hpp>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "tern/generate.h"
@@ -22,7 +23,7 @@ struct RunOptions {
   std::string kernel;   // empty: best available (or TERN_KERNEL)
   int ctx = -1;         // -c; -1: not given (the trained context, at most 4096); 0: the trained context
   std::string cache_type_k = "f32", cache_type_v = "f32";  // -ctk, -ctv
-  std::string float_act = "i16";  // --float-act: i16, i8 or f32
+  std::string float_act;  // --float-act: i16, i8 or f32; "": the family's default
   bool no_mmap = false;
 };
 
@@ -35,8 +36,9 @@ std::string kernel_choice(const std::string& flag);
 std::string ascii_lower(std::string s);
 // The --float-act option, shared by the run commands and bench.
 void add_float_act_option(CLI::App& cmd, std::string& value);
-// The load option a --float-act value (already checked) asks for.
-FloatActs float_acts(const std::string& flag);
+// The load option a --float-act value (already checked) asks for; none
+// for "" (the family's default).
+std::optional<FloatActs> float_acts(const std::string& flag);
 // Applies threads and kernel, loads the model and sizes its context.
 std::unique_ptr<Model> open_model(const RunOptions& o);
 // --temp, --top-k, --top-p, -s, shared by generate and chat.

@@ -35,15 +35,16 @@ void add_run_options(CLI::App& cmd, RunOptions& o) {
   add_float_act_option(cmd, o.float_act);
 }
 
-FloatActs float_acts(const std::string& flag) {
+std::optional<FloatActs> float_acts(const std::string& flag) {
+  if (flag.empty()) return std::nullopt;
   return flag == "f32" ? FloatActs::Exact : flag == "i8" ? FloatActs::Int8 : FloatActs::Int16;
 }
 
 void add_float_act_option(CLI::App& cmd, std::string& value) {
   cmd.add_option("--float-act", value,
-                 "inputs of a float-activation model's linears (TriLM, Fairy2i): i16 (default: int16 "
-                 "through the int8 kernels; 24 bits where 16 lose more than 1e-4), i8 (one int8 per "
-                 "value, per-token absmax: faster, lossy) or f32 (exact float)")
+                 "inputs of a float-activation model's linears: i16 (TriLM's default: int16 through "
+                 "the int8 kernels; 24 bits where 16 lose more than 1e-4), i8 (one int8 per value, "
+                 "per-token absmax: faster, lossy) or f32 (exact float; Fairy2i's default)")
       ->check(CLI::IsMember({"i16", "i8", "f32"}));
 }
 
