@@ -14,10 +14,18 @@
 #include "avx2_float.h"
 #include "avx2_layout.h"
 #include "avx2_phase.h"
+#include "avx2_phase_i8.h"
 #include "avx2_quant.h"
 
 namespace tern::kernels_detail {
 namespace {
+
+// Fairy2i's int8 products (avx2_phase_i8.h): vpmaddubsw, then pairs to int32.
+struct PhaseMaddubs {
+  static inline __m256i dot(__m256i acc, __m256i u, __m256i s) {
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)));
+  }
+};
 
 struct MaddubsDot {
   template <int NV, bool kTq1>
@@ -70,7 +78,7 @@ void tq1_blocks_to_tq2_codes(const uint8_t* blocks, int64_t n, uint8_t* out) {
 const KernelSet& avx2_kernels() {
   static const KernelSet set{"avx2", &available, &gemm_f32_avx2, &gemm_i8,
                              &dense_gemm_x86, &avx2_prepare, &avx2_prepared_bytes, &phase_gemm_avx2,
-                             &quantize_i8_avx2};
+                             &quantize_i8_avx2, &phase_gemm_i8_avx2<PhaseMaddubs>};
   return set;
 }
 

@@ -13,10 +13,16 @@
 #include "avx2_float.h"
 #include "avx2_layout.h"
 #include "avx2_phase.h"
+#include "avx2_phase_i8.h"
 #include "avx2_quant.h"
 
 namespace tern::kernels_detail {
 namespace {
+
+// Fairy2i's int8 products (avx2_phase_i8.h).
+struct PhaseDpbusd {
+  static inline __m256i dot(__m256i acc, __m256i u, __m256i s) { return _mm256_dpbusd_avx_epi32(acc, u, s); }
+};
 
 struct DpbusdDot {
   // vpdpbusd has a latency of several cycles; a single vector would chain
@@ -59,7 +65,7 @@ bool available(const CpuFeatures& f) { return f.avx2 && f.fma && f.f16c && f.avx
 const KernelSet& avx2_vnni_kernels() {
   static const KernelSet set{"avx2-vnni", &available, &gemm_f32_avx2, &gemm_i8,
                              &dense_gemm_x86, &avx2_prepare, &avx2_prepared_bytes, &phase_gemm_avx2,
-                             &quantize_i8_avx2};
+                             &quantize_i8_avx2, &phase_gemm_i8_avx2<PhaseDpbusd>};
   return set;
 }
 

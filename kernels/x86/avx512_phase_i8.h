@@ -18,22 +18,11 @@
 
 #include "../code_layout.h"
 #include "../phase_driver.h"
+#include "avx2_phase_i8.h"
 #include "tern/phase.h"
 
 namespace tern::kernels_detail {
 namespace {
-
-// Eight 16-lane int32 sums to their eight totals, in order.
-inline __m256i phase_reduce8_epi32(const __m512i acc[8]) {
-  __m256i h[8];
-  for (int j = 0; j < 8; ++j)
-    h[j] = _mm256_add_epi32(_mm512_castsi512_si256(acc[j]), _mm512_extracti64x4_epi64(acc[j], 1));
-  // Lane 0 of q0123 holds the low-half totals of sums 0..3, lane 1 the high.
-  const __m256i q0123 = _mm256_hadd_epi32(_mm256_hadd_epi32(h[0], h[1]), _mm256_hadd_epi32(h[2], h[3]));
-  const __m256i q4567 = _mm256_hadd_epi32(_mm256_hadd_epi32(h[4], h[5]), _mm256_hadd_epi32(h[6], h[7]));
-  return _mm256_add_epi32(_mm256_permute2x128_si256(q0123, q4567, 0x20),
-                          _mm256_permute2x128_si256(q0123, q4567, 0x31));
-}
 
 // One row and stage against V vectors q + v * stride; qsum[2 v] and
 // qsum[2 v + 1] are the sums of vector v's a and b halves.
@@ -66,11 +55,10 @@ inline void phase_sums_i8_avx512(const BlockPhase* row, int64_t nb, const int8_t
     }
   }
   for (int v = 0; v < V; ++v) {
-    // Sums 0, 2, 5 and 7 multiply a; 1, 3, 4 and 6 multiply b.
-    const int32_t sa = qsum[2 * v], sb = qsum[2 * v + 1];
-    const __m256i offset = _mm256_setr_epi32(sa, sb, sa, sb, sb, sa, sb, sa);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(S[v]),
-                        _mm256_sub_epi32(phase_reduce8_epi32(acc[v]), offset));
+    __m256i h[8];
+    for (int j = 0; j < 8; ++j)
+      h[j] = _mm256_add_epi32(_mm512_castsi512_si256(acc[v][j]), _mm512_extracti64x4_epi64(acc[v][j], 1));
+    phase_store_sums(phase_reduce8_epi32(h), qsum[2 * v], qsum[2 * v + 1], S[v]);
   }
 }
 
