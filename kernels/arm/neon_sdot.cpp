@@ -21,6 +21,7 @@
 #include "../kernel_sets.h"
 #include "neon_dense.h"
 #include "neon_phase.h"
+#include "neon_phase_i8.h"
 #include "neon_quant.h"
 #include "tern/quant.h"
 
@@ -285,13 +286,19 @@ void gemm_f32(const TernaryMatrix& w, const float* x, int64_t n, float* y, int64
   neon_gemm_f32(w, x, n, y, r0, r1);
 }
 
+// Fairy2i's int8 products (neon_phase_i8.h).
+struct PhaseSdot {
+  static inline int32x4_t dot(int32x4_t acc, int8x16_t w, int8x16_t x) { return vdotq_s32(acc, w, x); }
+};
+
 bool available(const CpuFeatures& cpu) { return cpu.neon && cpu.dotprod; }
 
 }  // namespace
 
 const KernelSet& neon_sdot_kernels() {
   static const KernelSet set{"neon-sdot", &available, &gemm_f32,        &gemm_i8,        &dense_gemm_neon,
-                             nullptr,      nullptr,    &phase_gemm_neon, &quantize_i8_neon};
+                             nullptr,      nullptr,    &phase_gemm_neon, &quantize_i8_neon,
+                             &phase_gemm_i8_neon<PhaseSdot>};
   return set;
 }
 

@@ -32,6 +32,7 @@
 #include "../kernel_sets.h"
 #include "neon_dense.h"
 #include "neon_phase.h"
+#include "neon_phase_i8.h"
 #include "neon_quant.h"
 #include "neon_tbl_triples.h"
 #include "tern/error.h"
@@ -253,13 +254,22 @@ void gemm_f32(const TernaryMatrix& w, const float* x, int64_t n, float* y, int64
       [&](int64_t i, int64_t r, float v) { y[i * M + r] = w.row_scale[r] * v; });
 }
 
+// Fairy2i's int8 products (neon_phase_i8.h): without sdot, widening
+// multiplies and pairwise adds into int32 (a product is at most 127).
+struct PhaseMull {
+  static inline int32x4_t dot(int32x4_t acc, int8x16_t w, int8x16_t x) {
+    return vpadalq_s16(vpadalq_s16(acc, vmull_s8(vget_low_s8(w), vget_low_s8(x))), vmull_high_s8(w, x));
+  }
+};
+
 bool available(const CpuFeatures& cpu) { return cpu.neon; }
 
 }  // namespace
 
 const KernelSet& neon_tbl_kernels() {
   static const KernelSet set{"neon-tbl", &available, &gemm_f32, &gemm_i8, &dense_gemm_neon, &prepare,
-                             &prepared_bytes, &phase_gemm_neon, &quantize_i8_neon};
+                             &prepared_bytes, &phase_gemm_neon, &quantize_i8_neon,
+                             &phase_gemm_i8_neon<PhaseMull>};
   return set;
 }
 
