@@ -48,6 +48,21 @@ void phase_gemm_driver(const PhaseMatrix& w, const float* x, int64_t n, float* y
     }
 }
 
+// The int8 kernels' eight products of one group of columns, in kernels.h's
+// order, from one matrix's real- and imaginary-axis weights (U: tru, tiu;
+// W: trw, tiw) and the inputs a and b: acc[j] = dot(acc[j], weights, input).
+template <class Acc, class W, class X, class Dot>
+inline void phase_products(Acc acc[8], W tru, W tiu, W trw, W tiw, X a, X b, Dot dot) {
+  acc[0] = dot(acc[0], tru, a);
+  acc[1] = dot(acc[1], tiu, b);
+  acc[2] = dot(acc[2], trw, a);
+  acc[3] = dot(acc[3], tiw, b);
+  acc[4] = dot(acc[4], tru, b);
+  acc[5] = dot(acc[5], tiu, a);
+  acc[6] = dot(acc[6], trw, b);
+  acc[7] = dot(acc[7], tiw, a);
+}
+
 // The int8 form (kernels.h PhaseGemmI8) around an ISA's `sums(row, nb, q,
 // stride, count, S)`, which fills S[v][8] with one row's exact integer sums
 // of one stage against the count <= kGroup vectors q + v * stride. A group

@@ -43,14 +43,7 @@ inline void phase_sums_i8_neon(const BlockPhase* row, int64_t nb, const int8_t* 
       const int8x16_t trw = vreinterpretq_s8_u8(vbicq_u8(tw, wa)), tiw = vreinterpretq_s8_u8(vandq_u8(tw, wa));
       const int64_t at = blk * kPhaseBlock + shift;
       const int8x16_t a = vld1q_s8(q + at), b = vld1q_s8(q + K + at);
-      acc[0] = Dot::dot(acc[0], tru, a);
-      acc[1] = Dot::dot(acc[1], tiu, b);
-      acc[2] = Dot::dot(acc[2], trw, a);
-      acc[3] = Dot::dot(acc[3], tiw, b);
-      acc[4] = Dot::dot(acc[4], tru, b);
-      acc[5] = Dot::dot(acc[5], tiu, a);
-      acc[6] = Dot::dot(acc[6], trw, b);
-      acc[7] = Dot::dot(acc[7], tiw, a);
+      phase_products(acc, tru, tiu, trw, tiw, a, b, &Dot::dot);
     }
   }
   for (int j = 0; j < 8; ++j) S[j] = vaddvq_s32(acc[j]);

@@ -66,14 +66,7 @@ inline void phase_sums_i8_avx2(const BlockPhase* row, int64_t nb, const int8_t* 
       const int64_t at = blk * kPhaseBlock + shift;
       const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + at));
       const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + K + at));
-      acc[0] = Dot::dot(acc[0], tru, a);
-      acc[1] = Dot::dot(acc[1], tiu, b);
-      acc[2] = Dot::dot(acc[2], trw, a);
-      acc[3] = Dot::dot(acc[3], tiw, b);
-      acc[4] = Dot::dot(acc[4], tru, b);
-      acc[5] = Dot::dot(acc[5], tiu, a);
-      acc[6] = Dot::dot(acc[6], trw, b);
-      acc[7] = Dot::dot(acc[7], tiw, a);
+      phase_products(acc, tru, tiu, trw, tiw, a, b, &Dot::dot);
     }
   }
   phase_store_sums(phase_reduce8_epi32(acc), sa, sb, S);

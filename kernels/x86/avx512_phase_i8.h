@@ -44,14 +44,8 @@ inline void phase_sums_i8_avx512(const BlockPhase* row, int64_t nb, const int8_t
     for (int v = 0; v < V; ++v) {
       const __m512i a = _mm512_loadu_si512(q + v * stride + blk * kPhaseBlock);
       const __m512i b = _mm512_loadu_si512(q + v * stride + K + blk * kPhaseBlock);
-      acc[v][0] = _mm512_dpbusd_epi32(acc[v][0], tru, a);
-      acc[v][1] = _mm512_dpbusd_epi32(acc[v][1], tiu, b);
-      acc[v][2] = _mm512_dpbusd_epi32(acc[v][2], trw, a);
-      acc[v][3] = _mm512_dpbusd_epi32(acc[v][3], tiw, b);
-      acc[v][4] = _mm512_dpbusd_epi32(acc[v][4], tru, b);
-      acc[v][5] = _mm512_dpbusd_epi32(acc[v][5], tiu, a);
-      acc[v][6] = _mm512_dpbusd_epi32(acc[v][6], trw, b);
-      acc[v][7] = _mm512_dpbusd_epi32(acc[v][7], tiw, a);
+      phase_products(acc[v], tru, tiu, trw, tiw, a, b,
+                     [](__m512i s, __m512i u, __m512i x) { return _mm512_dpbusd_epi32(s, u, x); });
     }
   }
   for (int v = 0; v < V; ++v) {
