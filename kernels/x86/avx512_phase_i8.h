@@ -46,6 +46,10 @@ inline void phase_sums_i8_avx512(const BlockPhase* row, int64_t nb, const int8_t
       const __m512i b = _mm512_loadu_si512(q + v * stride + K + blk * kPhaseBlock);
       phase_products(acc[v], tru, tiu, trw, tiw, a, b,
                      [](__m512i s, __m512i u, __m512i x) { return _mm512_dpbusd_epi32(s, u, x); });
+      // Without this, GCC 12 copies each accumulator before its vpdpbusd
+      // and back after (16 moves per block, 1.5x the loop's time); the
+      // empty asm pins every sum to one register.
+      for (auto& s : acc[v]) __asm__("" : "+v"(s));
     }
   }
   for (int v = 0; v < V; ++v) {
