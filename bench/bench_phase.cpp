@@ -141,15 +141,22 @@ std::vector<float> random_input(int64_t n, uint32_t seed) {
   return v;
 }
 
-void bm_phase(benchmark::State& st, PhaseGemm gemm, PhaseShape s, int threads, bool cold) {
-  PhaseCopies c;
+// The matrices (and for a cold run the roof's buffer), or false with the
+// benchmark skipped when they do not fit.
+bool setup(benchmark::State& st, const PhaseShape& s, bool cold, PhaseCopies& c) {
   try {
     c = make_copies(s, cold);
     if (cold) roof_buffer();
+    return true;
   } catch (const std::exception& e) {
     st.SkipWithError(e.what());
-    return;
+    return false;
   }
+}
+
+void bm_phase(benchmark::State& st, PhaseGemm gemm, PhaseShape s, int threads, bool cold) {
+  PhaseCopies c;
+  if (!setup(st, s, cold, c)) return;
   std::vector<float> x = random_input(2 * c.mats[0].cols, 7), y(size_t(s.rows));
   const PhaseMatrix* w = &c.mats[0];
   const Timing t = run_loop(
@@ -166,13 +173,7 @@ void bm_phase(benchmark::State& st, PhaseGemm gemm, PhaseShape s, int threads, b
 // 2: int16, as most tokens take).
 void bm_phase_i8(benchmark::State& st, PhaseGemmI8 gemm, int digits, PhaseShape s, int threads, bool cold) {
   PhaseCopies c;
-  try {
-    c = make_copies(s, cold);
-    if (cold) roof_buffer();
-  } catch (const std::exception& e) {
-    st.SkipWithError(e.what());
-    return;
-  }
+  if (!setup(st, s, cold, c)) return;
   const int64_t L = 2 * c.mats[0].cols;
   std::mt19937 rng(11);
   std::vector<int8_t> q(size_t(digits * L));
