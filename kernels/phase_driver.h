@@ -63,15 +63,23 @@ inline void phase_products(Acc acc[8], W tru, W tiu, W trw, W tiw, X a, X b, Dot
   acc[7] = dot(acc[7], tiw, a);
 }
 
+struct NoPrologue {
+  void operator()(int64_t) const {}
+};
+
 // The int8 form (kernels.h PhaseGemmI8) around an ISA's `sums(row, nb, q,
 // stride, count, S)`, which fills S[v][8] with one row's exact integer sums
 // of one stage against the count <= kGroup vectors q + v * stride. A group
 // of vectors shares each decoded block of the row (a token's digits, or
 // consecutive tokens); the row's planes stay in L1 while the groups pass.
-template <int kGroup, class SumsI8>
+// `prologue(nq)` runs once per call, after the check, before any row: what
+// a kernel needs from the nq input vectors as a whole.
+template <int kGroup, class SumsI8, class Prologue = NoPrologue>
 void phase_gemm_i8_driver(const PhaseMatrix& w, const int8_t* xq, int64_t n, const int* digits,
-                          const float* xscale, float* y, int64_t ldy, int64_t r0, int64_t r1, SumsI8 sums) {
+                          const float* xscale, float* y, int64_t ldy, int64_t r0, int64_t r1, SumsI8 sums,
+                          Prologue prologue = {}) {
   const int64_t nq = check_phase_i8_call(w, xq, n, digits, xscale, ldy, r0, r1);
+  prologue(nq);
   const int64_t M = w.rows, K = w.cols, nb = K / kPhaseBlock;
   const auto* blocks = reinterpret_cast<const BlockPhase*>(w.data);
   auto* S = reinterpret_cast<int32_t(*)[8]>(thread_scratch(0, size_t(nq) * 8 * sizeof(int32_t)));

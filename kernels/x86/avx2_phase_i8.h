@@ -72,12 +72,12 @@ inline void phase_sums_i8_avx2(const BlockPhase* row, int64_t nb, const int8_t* 
   phase_store_sums(phase_reduce8_epi32(acc), sa, sb, S);
 }
 
+// The totals of the halves of nq input vectors of 2 * K values (K a
+// multiple of 32), qsum[2 v] and qsum[2 v + 1]: what the t + 1 weights add
+// to each sum. Once per call, in the per-thread scratch slot 1; the AVX-512
+// kernel uses it too. `Dot` multiplies unsigned by signed bytes.
 template <class Dot>
-void phase_gemm_i8_avx2(const PhaseMatrix& w, const int8_t* xq, int64_t n, const int* digits, const float* xscale,
-                        float* y, int64_t ldy, int64_t r0, int64_t r1) {
-  const int64_t nq = check_phase_i8_call(w, xq, n, digits, xscale, ldy, r0, r1);
-  const int64_t K = w.cols;
-  // Sums of each vector's halves, once per call (K a multiple of 64).
+int32_t* phase_input_totals(const int8_t* xq, int64_t nq, int64_t K) {
   auto* qsum = reinterpret_cast<int32_t*>(thread_scratch(1, size_t(2 * nq) * sizeof(int32_t)));
   const __m256i one = _mm256_set1_epi8(1);
   for (int64_t h = 0; h < 2 * nq; ++h) {
@@ -88,14 +88,22 @@ void phase_gemm_i8_avx2(const PhaseMatrix& w, const int8_t* xq, int64_t n, const
     const __m128i g = _mm_add_epi32(f, _mm_shuffle_epi32(f, 0x4e));
     qsum[h] = _mm_cvtsi128_si32(_mm_add_epi32(g, _mm_shuffle_epi32(g, 0xb1)));
   }
+  return qsum;
+}
+
+template <class Dot>
+void phase_gemm_i8_avx2(const PhaseMatrix& w, const int8_t* xq, int64_t n, const int* digits, const float* xscale,
+                        float* y, int64_t ldy, int64_t r0, int64_t r1) {
+  const int32_t* qsum = nullptr;
   // One vector per pass: eight accumulators and the four weight vectors
   // already fill most of the sixteen registers.
-  phase_gemm_i8_driver<1>(w, xq, n, digits, xscale, y, ldy, r0, r1,
-                          [&](const BlockPhase* row, int64_t nb, const int8_t* q, int64_t stride, int,
-                              int32_t(*S)[8]) {
-                            const int32_t* qs = qsum + 2 * ((q - xq) / stride);
-                            phase_sums_i8_avx2<Dot>(row, nb, q, qs[0], qs[1], S[0]);
-                          });
+  phase_gemm_i8_driver<1>(
+      w, xq, n, digits, xscale, y, ldy, r0, r1,
+      [&](const BlockPhase* row, int64_t nb, const int8_t* q, int64_t stride, int, int32_t(*S)[8]) {
+        const int32_t* qs = qsum + 2 * ((q - xq) / stride);
+        phase_sums_i8_avx2<Dot>(row, nb, q, qs[0], qs[1], S[0]);
+      },
+      [&](int64_t nq) { qsum = phase_input_totals<Dot>(xq, nq, w.cols); });
 }
 
 }  // namespace

@@ -60,28 +60,24 @@ inline void phase_sums_i8_avx512(const BlockPhase* row, int64_t nb, const int8_t
   }
 }
 
+// 256-bit vpdpbusd (AVX512-VNNI with VL) for the input totals.
+struct Dpbusd256 {
+  static inline __m256i dot(__m256i acc, __m256i u, __m256i s) { return _mm256_dpbusd_epi32(acc, u, s); }
+};
+
 void phase_gemm_i8_avx512(const PhaseMatrix& w, const int8_t* xq, int64_t n, const int* digits,
                           const float* xscale, float* y, int64_t ldy, int64_t r0, int64_t r1) {
-  const int64_t nq = check_phase_i8_call(w, xq, n, digits, xscale, ldy, r0, r1);
-  const int64_t K = w.cols;
-  // Sums of each vector's halves: vpdpbusd against ones, K a multiple of 64.
-  auto* qsum = reinterpret_cast<int32_t*>(thread_scratch(1, size_t(2 * nq) * sizeof(int32_t)));
-  const __m512i one = _mm512_set1_epi8(1);
-  for (int64_t h = 0; h < 2 * nq; ++h) {
-    __m512i s = _mm512_setzero_si512();
-    for (int64_t k = 0; k < K; k += 64)
-      s = _mm512_dpbusd_epi32(s, one, _mm512_loadu_si512(xq + h * K + k));
-    qsum[h] = _mm512_reduce_add_epi32(s);
-  }
-  // Two vectors per pass: 16 accumulators, six weight vectors and four
-  // inputs fit the 32 registers; three would spill.
-  phase_gemm_i8_driver<2>(w, xq, n, digits, xscale, y, ldy, r0, r1,
-                          [&](const BlockPhase* row, int64_t nb, const int8_t* q, int64_t stride, int count,
-                              int32_t(*S)[8]) {
-                            const int32_t* qs = qsum + 2 * ((q - xq) / stride);
-                            if (count == 2) phase_sums_i8_avx512<2>(row, nb, q, stride, qs, S);
-                            else phase_sums_i8_avx512<1>(row, nb, q, stride, qs, S);
-                          });
+  const int32_t* qsum = nullptr;
+  // Two vectors per pass, for the two digits of an int16 input (GCC 12
+  // spills some of their sixteen accumulators: docs/PERFORMANCE.md).
+  phase_gemm_i8_driver<2>(
+      w, xq, n, digits, xscale, y, ldy, r0, r1,
+      [&](const BlockPhase* row, int64_t nb, const int8_t* q, int64_t stride, int count, int32_t(*S)[8]) {
+        const int32_t* qs = qsum + 2 * ((q - xq) / stride);
+        if (count == 2) phase_sums_i8_avx512<2>(row, nb, q, stride, qs, S);
+        else phase_sums_i8_avx512<1>(row, nb, q, stride, qs, S);
+      },
+      [&](int64_t nq) { qsum = phase_input_totals<Dpbusd256>(xq, nq, w.cols); });
 }
 
 }  // namespace
