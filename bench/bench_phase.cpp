@@ -49,6 +49,12 @@ struct PhaseCopies {
   std::vector<PhaseMatrix> mats;
   int64_t bytes = 0;  // one matrix's planes
   size_t next = 0;
+  // The least recently used copy (the only one when warm).
+  const PhaseMatrix* advance() {
+    const PhaseMatrix* w = &mats[next];
+    next = (next + 1) % mats.size();
+    return w;
+  }
 };
 
 PhaseCopies make_copies(const PhaseShape& s, bool cold) {
@@ -161,10 +167,7 @@ void bm_phase(benchmark::State& st, PhaseGemm gemm, PhaseShape s, int threads, b
   const PhaseMatrix* w = &c.mats[0];
   const Timing t = run_loop(
       st, threads, cold, w->rows, c.bytes,
-      [&] {
-        w = &c.mats[c.next];
-        c.next = (c.next + 1) % c.mats.size();
-      },
+      [&] { w = c.advance(); },
       [&](int64_t r0, int64_t r1) { gemm(*w, x.data(), 1, y.data(), s.rows, r0, r1); });
   report(st, t, c.bytes, s.rows * s.cols);
 }
@@ -183,10 +186,7 @@ void bm_phase_i8(benchmark::State& st, PhaseGemmI8 gemm, int digits, PhaseShape 
   const PhaseMatrix* w = &c.mats[0];
   const Timing t = run_loop(
       st, threads, cold, w->rows, c.bytes,
-      [&] {
-        w = &c.mats[c.next];
-        c.next = (c.next + 1) % c.mats.size();
-      },
+      [&] { w = c.advance(); },
       [&](int64_t r0, int64_t r1) { gemm(*w, q.data(), 1, &digits, &scale, y.data(), s.rows, r0, r1); });
   report(st, t, c.bytes, s.rows * s.cols);
 }

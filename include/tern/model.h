@@ -287,6 +287,10 @@ class Model {
   };
   void linears(std::initializer_list<Product> ps, const float* x, int n, int in_dim);
   void phase_linears(std::initializer_list<Product> ps, const float* x, int n, int in_dim);
+  // Token i's linear input in[len] as int8 vectors q + j * stride: its
+  // int8 input, or its int16 input's digits, most significant first.
+  // Sets state_.xq_scale[i] and xq_digits[i]; returns the digits.
+  int quantize_input(size_t i, const float* in, int64_t len, int8_t* q, int64_t stride);
 
   gguf::File file_;
   const KernelSet* kernels_ = nullptr;

@@ -128,6 +128,15 @@ void Model::resize_state(int max_seq, int max_batch) {
   s.value_cache.assign(cache * size_t(dense_row_bytes(s.v_type, 1)));
 }
 
+int Model::quantize_input(size_t i, const float* in, int64_t len, int8_t* q, int64_t stride) {
+  RunState& s = state_;
+  int d = 1;
+  s.xq_scale[i] = digits_ == 1 ? kernels_->quantize_i8(in, len, q)
+                               : quantize_act_wide(in, len, kWideRelError, q, stride, &d);
+  s.xq_digits[i] = d;
+  return d;
+}
+
 // Fairy2i's products: each input row split into its real half a = x[:m]
 // and imaginary half b = x[m:], each padded with zeros to the matrix's
 // complex columns, then the complex rows handed out as linears() does.
@@ -145,15 +154,9 @@ void Model::phase_linears(std::initializer_list<Product> ps, const float* x, int
   // Int8 digits of each padded row, scaled as one vector: a and b are the
   // halves of one real input.
   int64_t nq = 0;
-  for (size_t i = 0; i < size_t(n) && digits_; ++i) {
-    const float* row = s.xpad.data() + i * 2 * K;
-    int8_t* q = s.xq.data() + size_t(nq) * 2 * K;
-    int d = 1;
-    s.xq_scale[i] = digits_ == 1 ? kernels_->quantize_i8(row, int64_t(2 * K), q)
-                                 : quantize_act_wide(row, int64_t(2 * K), kWideRelError, q, int64_t(2 * K), &d);
-    s.xq_digits[i] = d;
-    nq += d;
-  }
+  for (size_t i = 0; i < size_t(n) && digits_; ++i)
+    nq += quantize_input(i, s.xpad.data() + i * 2 * K, int64_t(2 * K), s.xq.data() + size_t(nq) * 2 * K,
+                         int64_t(2 * K));
   for_product_rows(
       *pool_, ps, [](const Product& p) { return p.l->phase.rows; },
       [&](const Product& p, int64_t, int64_t r0, int64_t r1) {
@@ -172,7 +175,6 @@ void Model::phase_linears(std::initializer_list<Product> ps, const float* x, int
 // read rows of K = padded_cols(in_dim), the padding zero.
 void Model::linears(std::initializer_list<Product> ps, const float* x, int n, int in_dim) {
   if (ps.begin()->l->phase.data) return phase_linears(ps, x, n, in_dim);
-  const KernelSet& k = *kernels_;
   RunState& s = state_;
   const int digits = digits_;
   const size_t K = size_t(ps.begin()->l->w.cols), D = size_t(in_dim);
@@ -199,11 +201,7 @@ void Model::linears(std::initializer_list<Product> ps, const float* x, int n, in
   int64_t nq = 0;  // int8 vectors in the product
   for (size_t i = 0; i < size_t(n) && digits; ++i) {
     int8_t* q = s.xq.data() + size_t(nq) * K;
-    const float* in = x + i * stride;
-    int d = 1;
-    s.xq_scale[i] = digits == 1 ? k.quantize_i8(in, in_dim, q)
-                                : quantize_act_wide(in, in_dim, kWideRelError, q, int64_t(K), &d);
-    s.xq_digits[i] = d;
+    const int d = quantize_input(i, x + i * stride, in_dim, q, int64_t(K));
     for (int j = 0; j < d; ++j) std::fill(q + j * K + D, q + (j + 1) * K, int8_t(0));
     nq += d;
   }

@@ -97,18 +97,27 @@ std::vector<double> widely_linear(const Phase& p, const float* x) {
   return y;
 }
 
-std::vector<float> run(PhaseGemm gemm, const Phase& p, const std::vector<float>& x, int64_t count, int64_t r0,
-                       int64_t r1) {
-  const int64_t ldy = 2 * p.n + 3;  // a stride wider than the output, to catch stray writes
-  std::vector<float> y(size_t(count * ldy), -7.0f);
-  gemm(p.pm, x.data(), count, y.data(), ldy, r0, r1);
+// Outputs of `count` vectors, kOutStride apart (wider than the 2n outputs),
+// filled with kUnwritten: a kernel must leave every value outside rows
+// [r0, r1) and [n + r0, n + r1) as it was.
+constexpr float kUnwritten = -7.0f;
+int64_t out_stride(const Phase& p) { return 2 * p.n + 3; }
+void expect_no_stray_writes(const Phase& p, const std::vector<float>& y, int64_t count, int64_t r0, int64_t r1) {
+  const int64_t ldy = out_stride(p);
   for (int64_t i = 0; i < count; ++i)
-    for (int64_t r = 0; r < 2 * p.n + 3; ++r) {
+    for (int64_t r = 0; r < ldy; ++r) {
       const bool written = (r >= r0 && r < r1) || (r >= p.n + r0 && r < p.n + r1);
       if (!written) {
-        EXPECT_EQ(y[size_t(i * ldy + r)], -7.0f) << "stray write at vector " << i << " row " << r;
+        EXPECT_EQ(y[size_t(i * ldy + r)], kUnwritten) << "stray write at vector " << i << " row " << r;
       }
     }
+}
+
+std::vector<float> run(PhaseGemm gemm, const Phase& p, const std::vector<float>& x, int64_t count, int64_t r0,
+                       int64_t r1) {
+  std::vector<float> y(size_t(count * out_stride(p)), kUnwritten);
+  gemm(p.pm, x.data(), count, y.data(), out_stride(p), r0, r1);
+  expect_no_stray_writes(p, y, count, r0, r1);
   return y;
 }
 
@@ -136,7 +145,7 @@ TEST(PhaseScalar, MatchesTheWidelyLinearMap) {
       double scale = 0;
       for (double v : want) scale = std::max(scale, std::fabs(v));
       for (int64_t r = 0; r < 2 * p.n; ++r) {
-        EXPECT_NEAR(y[size_t(i * (2 * p.n + 3) + r)], want[size_t(r)], 1e-5 * (scale + 1))
+        EXPECT_NEAR(y[size_t(i * out_stride(p) + r)], want[size_t(r)], 1e-5 * (scale + 1))
             << sh.n << "x" << sh.m << " stages " << sh.stages << " vector " << i << " row " << r;
       }
     }
@@ -160,7 +169,7 @@ TEST(PhaseScalar, OneCodeEverywhereAndZeroInputs) {
 TEST(PhaseScalar, BatchAndRowRangesAgreeWithSingleCalls) {
   const KernelSet& ks = scalar_kernels();
   const Phase p = make_phase(37, 200, 2, 3);
-  const int64_t count = 4, ldy = 2 * p.n + 3;
+  const int64_t count = 4, ldy = out_stride(p);
   const std::vector<float> x = make_x(p, count, 4);
   const std::vector<float> all = run(ks, p, x, count, 0, p.n);
   for (int64_t i = 0; i < count; ++i) {
@@ -241,16 +250,10 @@ I8Input make_q(const Phase& p, const std::vector<int>& digits, uint32_t seed, bo
 }
 
 std::vector<float> run_i8(PhaseGemmI8 gemm, const Phase& p, const I8Input& in, int64_t r0, int64_t r1) {
-  const int64_t n = int64_t(in.digits.size()), ldy = 2 * p.n + 3;
-  std::vector<float> y(size_t(n * ldy), -7.0f);
-  gemm(p.pm, in.q.data(), n, in.digits.data(), in.scale.data(), y.data(), ldy, r0, r1);
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t r = 0; r < ldy; ++r) {
-      const bool written = (r >= r0 && r < r1) || (r >= p.n + r0 && r < p.n + r1);
-      if (!written) {
-        EXPECT_EQ(y[size_t(i * ldy + r)], -7.0f) << "stray write at vector " << i << " row " << r;
-      }
-    }
+  const int64_t n = int64_t(in.digits.size());
+  std::vector<float> y(size_t(n * out_stride(p)), kUnwritten);
+  gemm(p.pm, in.q.data(), n, in.digits.data(), in.scale.data(), y.data(), out_stride(p), r0, r1);
+  expect_no_stray_writes(p, y, n, r0, r1);
   return y;
 }
 
@@ -274,7 +277,7 @@ TEST(PhaseScalarI8, MatchesTheWidelyLinearMapOfItsDigits) {
       double scale = 0;
       for (double v : want) scale = std::max(scale, std::fabs(v));
       for (int64_t r = 0; r < 2 * p.n; ++r) {
-        EXPECT_NEAR(y[size_t(int64_t(i) * (2 * p.n + 3) + r)], want[size_t(r)], 1e-5 * (scale + 1))
+        EXPECT_NEAR(y[size_t(int64_t(i) * out_stride(p) + r)], want[size_t(r)], 1e-5 * (scale + 1))
             << sh.n << "x" << sh.m << " stages " << sh.stages << " token " << i << " row " << r;
       }
     }
