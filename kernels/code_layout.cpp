@@ -141,8 +141,8 @@ uint8_t* thread_scratch(int slot, size_t bytes) {
                                                        }};
     size_t size = 0;
   };
-  thread_local Buf bufs[2];
-  Buf& b = bufs[slot & 1];
+  thread_local Buf bufs[3];
+  Buf& b = bufs[unsigned(slot) % 3];
   if (b.size < bytes) {
     b.p.reset(static_cast<uint8_t*>(::operator new[](bytes, std::align_val_t(kAlign))));
     b.size = bytes;

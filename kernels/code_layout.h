@@ -68,7 +68,7 @@ void pack_code_rows(const TernaryMatrix& w, CodeLayout layout, int64_t r0, int64
                     uint8_t* out);
 
 // A 64-byte aligned per-thread buffer of at least `bytes` bytes, valid until
-// the calling thread's next request for the same slot (0 or 1).
+// the calling thread's next request for the same slot (0, 1 or 2).
 uint8_t* thread_scratch(int slot, size_t bytes);
 
 }  // namespace tern::kernels_detail

@@ -10,6 +10,10 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #define TERN_X86 1
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 #elif defined(__aarch64__)
 #define TERN_ARM64 1
 #if defined(__linux__)
@@ -39,6 +43,18 @@ uint64_t xcr0() {
   unsigned lo = 0, hi = 0;
   __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
   return (uint64_t(hi) << 32) | lo;
+}
+
+// Linux keeps the 8 KiB tile state disabled until a process asks for it
+// (ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA); a tile instruction before
+// that is SIGILL. The grant is for the whole process, every thread.
+bool request_amx() {
+#if defined(__linux__)
+  constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+  return false;
+#endif
 }
 
 std::string trim(std::string s) {
@@ -82,6 +98,9 @@ CpuFeatures detect() {
     f.avx512vbmi = bit(l7.c, 1);
     f.avx512vnni = bit(l7.c, 11);
     if (l7.a >= 1) f.avx_vnni = bit(cpuid(7, 1).a, 4);
+    f.amx_tile = bit(l7.d, 24);
+    f.amx_int8 = bit(l7.d, 25);
+    f.os_amx = f.amx_tile && f.os_avx512 && (xcr0() & 0x60000) == 0x60000 && request_amx();
   }
 
   const unsigned max_ext = cpuid(0x80000000u).a;
@@ -137,6 +156,7 @@ std::string CpuFeatures::summary() const {
       {fast_pext, "fast_pext"},  {avx_vnni, "avx_vnni"}, {avx512f, "avx512f"},
       {avx512bw, "avx512bw"},    {avx512vl, "avx512vl"}, {avx512vnni, "avx512vnni"},
       {avx512vbmi, "avx512vbmi"}, {os_avx, "os_avx"},    {os_avx512, "os_avx512"},
+      {amx_tile, "amx_tile"},    {amx_int8, "amx_int8"}, {os_amx, "os_amx"},
       {neon, "neon"},            {dotprod, "dotprod"},
   };
   std::string out;

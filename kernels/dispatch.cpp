@@ -19,6 +19,9 @@ using SetAccessor = const KernelSet& (*)();
 // the only list to edit when an ISA file is added (see kernel_sets.h).
 // TERN_KERNEL_* is defined by CMakeLists.txt for each ISA file it builds.
 constexpr SetAccessor kSetTable[] = {
+#if TERN_KERNEL_AVX512_AMX
+    &kernels_detail::avx512_amx_kernels,
+#endif
 #if TERN_KERNEL_AVX512_VNNI
     &kernels_detail::avx512_vnni_kernels,
 #endif

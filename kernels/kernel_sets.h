@@ -42,6 +42,7 @@ void check_dense_call(const DenseMatrix& w, int64_t n, int64_t ldy, int64_t r0, 
 
 // One accessor per ISA file (kernels/x86/*.cpp, kernels/arm/*.cpp); declared
 // for all, defined only where CMakeLists.txt builds the file.
+const KernelSet& avx512_amx_kernels();
 const KernelSet& avx512_vnni_kernels();
 const KernelSet& avx512_pext_kernels();
 const KernelSet& avx2_vnni_kernels();

@@ -34,6 +34,9 @@ struct CpuFeatures {
   bool bmi2 = false, avx_vnni = false;
   bool avx512f = false, avx512bw = false, avx512vl = false, avx512vnni = false;
   bool avx512vbmi = false, os_avx = false, os_avx512 = false;  // XCR0 state
+  // AMX tiles with int8 products; os_amx: XCR0 enables the tile state and
+  // Linux granted this process its use (arch_prctl, asked once at detection).
+  bool amx_tile = false, amx_int8 = false, os_amx = false;
   bool fast_pext = false;  // false on AMD before Zen 3 (microcoded pext)
   bool neon = false, dotprod = false;
   std::string vendor, brand;

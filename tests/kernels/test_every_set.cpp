@@ -157,6 +157,17 @@ TEST_P(EverySet, RowRangesAndBatches) {
   }
 }
 
+// Prompt-sized batches (sets may tile tokens by 16, as avx512-amx does)
+// over ranges that start and end inside such tiles.
+TEST_P(EverySet, PromptBatchesMatchScalar) {
+  for (TensorType type : kTypes) {
+    const Matrix m = make_matrix(*ks_, type, 48, 512, Rows::Mixed, 61);
+    for (auto [r0, r1] : {std::pair<int64_t, int64_t>{0, 48}, {5, 40}})
+      for (int64_t n : {16, 35})
+        check(*ks_, m, n, r0, r1, Acts::Random, uint32_t(62 + n), describe(type, 48, 512, r0, r1, n));
+  }
+}
+
 // Direct callers (tests, tools) may skip prepare(): a set then either gives
 // the same results or refuses with tern::Error, never other numbers.
 TEST_P(EverySet, UnpreparedMatrixMatchesOrIsRefused) {
