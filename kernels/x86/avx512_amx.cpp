@@ -1,4 +1,4 @@
-// avx512-amx: avx512-vnni, with prompt batches of TQ2_0 through AMX tiles.
+// avx512-amx: avx512-vnni, with prompt batches through AMX tiles.
 //
 // One tdpbsud multiplies a 16 x 64 tile of signed bytes by a 64 x 16 tile
 // of unsigned bytes into 16 x 16 int32 sums: 16384 products, against 64 for
@@ -9,18 +9,19 @@
 // C[token][row] = sum (t + 1) q, and C starts at -sum q, as in the vnni
 // kernels, which leaves the exact sum t q.
 //
-// The codes come from the avx512-vnni layout (Chunk64, avx512_vnni.h), so
-// the two sets share prepare() and decode (n = 1) stays the vnni loop. A
+// The codes come from the avx512-vnni layouts (avx512_vnni.h), so the two
+// sets share prepare() and decode (n = 1) stays the vnni loop. A TQ2_0
 // Chunk64 unit holds 256 columns of a row, dword d carrying columns
 // 64p + 4d .. 64p + 4d + 3 in bit pair p. Transposing the units of 16 rows
 // as a 16 x 16 dword matrix gives, per d, the dwords of all 16 rows, and
 // (x >> 2p) & 3 of that is row d of the B tile of columns 64p .. 64p + 63:
 // 64 shuffles, 4 shifts and 4 ands per 1024 weights, decoded once per call
-// into an L2-resident buffer that serves every token block.
+// into an L2-resident buffer that serves every token block. TQ1_0's base-3
+// bytes are transposed the same way and decoded after (decode_base3).
 //
-// Tokens beyond a multiple of 16, rows beyond a multiple of 16, TQ1_0
-// (base-3 bytes, no 2-bit codes to transpose), batches under 16 tokens and
-// K above kMaxAmxK take the vnni loops, which give the same exact sums.
+// Tokens beyond a multiple of 16, rows beyond a multiple of 16, batches
+// under 16 tokens and K above kMaxAmxK take the vnni loops, which give the
+// same exact sums.
 #include "avx512_vnni.h"
 
 namespace tern::kernels_detail {
@@ -81,7 +82,7 @@ inline void transpose16(__m512i (&r)[16]) {
 
 // B tiles of 16 rows (units `stride` bytes apart) over all K columns:
 // tile g (columns 64g .. 64g + 63) at out + 1024 g.
-void decode_rows(const uint8_t* const* rows, int64_t stride, int64_t K, uint8_t* out) {
+void decode_chunk64(const uint8_t* const* rows, int64_t stride, int64_t K, uint8_t* out) {
   const __m512i low = _mm512_set1_epi8(0x03);
   for (int64_t c = 0; c < K / 256; ++c) {
     __m512i r[16];
@@ -95,16 +96,43 @@ void decode_rows(const uint8_t* const* rows, int64_t stride, int64_t K, uint8_t*
   }
 }
 
+// The same from Base3x64 groups (320 columns, 5 planes of 64). Every step
+// of the base-3 decode is per byte, so it commutes with the transpose: plane
+// n's code is (3 b_n) >> 8 with b_{n+1} = 3 b_n mod 256, that is 1 from
+// b_n >= 86 and 2 from b_n >= 171. The last group of a row holds
+// (K % 320) / 64 planes.
+void decode_base3(const uint8_t* const* rows, int64_t stride, int64_t K, uint8_t* out) {
+  const __m512i one = _mm512_set1_epi8(1), c86 = _mm512_set1_epi8(char(86)),
+                c171 = _mm512_set1_epi8(char(171));
+  for (int64_t g = 0; g < (K + 319) / 320; ++g) {
+    const int planes = g < K / 320 ? 5 : int(K % 320 / 64);
+    __m512i r[16];
+    for (int o = 0; o < kTile; ++o) r[o] = _mm512_load_si512(rows[o] + stride * g);
+    transpose16(r);
+    uint8_t* tiles = out + 5 * 1024 * g;
+    for (int d = 0; d < kTile; ++d) {
+      __m512i b = r[d];
+      for (int n = 0; n < planes; ++n) {
+        __m512i code = _mm512_maskz_mov_epi8(_mm512_cmpge_epu8_mask(b, c86), one);
+        code = _mm512_mask_add_epi8(code, _mm512_cmpge_epu8_mask(b, c171), code, one);
+        _mm512_store_si512(tiles + 1024 * n + 64 * d, code);
+        b = _mm512_add_epi8(_mm512_add_epi8(b, b), b);
+      }
+    }
+  }
+}
+
 // C tile rows: token t's row is -qsum[t] in all 16 lanes.
 void fill_start(const int32_t* qsum, int32_t* start) {
-  for (int t = 0; t < kTile; ++t) _mm512_store_si512(start + kTile * t, _mm512_set1_epi32(-qsum[t]));
+  for (int t = 0; t < kTile; ++t)
+    _mm512_store_si512(start + kTile * t, _mm512_set1_epi32(-qsum[t]));
 }
 
 // sums[t][rows] for TB token blocks (16 tokens each, from q, K apart) and
 // RB row blocks whose B tiles are b[0], b[1] (K / 64 tiles each).
 template <int TB, int RB>
-void tile_block(const int8_t* q, int64_t K, const int32_t* qsum, const uint8_t* const* b, int32_t* sums,
-                int64_t M) {
+void tile_block(const int8_t* q, int64_t K, const int32_t* qsum, const uint8_t* const* b,
+                int32_t* sums, int64_t M) {
   alignas(64) int32_t start[2][kTile * kTile];
   for (int i = 0; i < TB; ++i) fill_start(qsum + kTile * i, start[i]);
   _tile_loadd(0, start[0], 64);
@@ -136,15 +164,16 @@ void tile_block(const int8_t* q, int64_t K, const int32_t* qsum, const uint8_t* 
   }
 }
 
-using TileBlock = void (*)(const int8_t*, int64_t, const int32_t*, const uint8_t* const*, int32_t*, int64_t);
+using TileBlock = void (*)(const int8_t*, int64_t, const int32_t*, const uint8_t* const*, int32_t*,
+                           int64_t);
 constexpr TileBlock kTileBlock[2][2] = {{&tile_block<1, 1>, &tile_block<1, 2>},
                                         {&tile_block<2, 1>, &tile_block<2, 2>}};
 
 // Rows [r0, r0 + 16 * blocks) against tokens [0, 16 * tblocks) through the tiles.
-void amx_rows(const TernaryMatrix& w, const uint8_t* packed, const int8_t* q, int64_t tblocks,
-              const int32_t* qsum, int32_t* sums, int64_t r0, int64_t blocks) {
+void amx_rows(const TernaryMatrix& w, CodeLayout layout, const uint8_t* packed, const int8_t* q,
+              int64_t tblocks, const int32_t* qsum, int32_t* sums, int64_t r0, int64_t blocks) {
   const int64_t K = w.cols, M = w.rows;
-  const CodeLayout layout = CodeLayout::Chunk64;
+  const auto decode = layout == CodeLayout::Chunk64 ? &decode_chunk64 : &decode_base3;
   const int64_t row_bytes = code_row_bytes(layout, K);
   uint8_t* tiles = thread_scratch(1, size_t(2 * kTile * K));  // B tiles of two row blocks
   uint8_t* plain = packed ? nullptr : thread_scratch(0, size_t(2 * kTile * row_bytes));
@@ -161,11 +190,12 @@ void amx_rows(const TernaryMatrix& w, const uint8_t* packed, const int8_t* q, in
         const int64_t row = r + kTile * h + o;
         rows[o] = packed ? packed_row(packed, layout, K, row) : plain + (row - r) * row_bytes;
       }
-      decode_rows(rows, stride, K, tiles + h * kTile * K);
+      decode(rows, stride, K, tiles + h * kTile * K);
     }
     for (int64_t i = 0; i < tblocks; i += 2) {
       const int TB = int(std::min<int64_t>(2, tblocks - i));
-      kTileBlock[TB - 1][RB - 1](q + i * kTile * K, K, qsum + i * kTile, b, sums + i * kTile * M + r, M);
+      kTileBlock[TB - 1][RB - 1](q + i * kTile * K, K, qsum + i * kTile, b,
+                                 sums + i * kTile * M + r, M);
     }
   }
   _tile_release();
@@ -176,26 +206,28 @@ void gemm_i8_amx(const TernaryMatrix& w, const int8_t* q, int64_t n, int32_t* su
   check_call(w, ActMode::Int8, n, r0, r1);
   const int64_t K = w.cols, M = w.rows;
   const int64_t tblocks = n / kTile, blocks = (r1 - r0) / kTile;
-  if (default_layout(w) != CodeLayout::Chunk64 || tblocks == 0 || blocks == 0 || K > kMaxAmxK)
-    return gemm_i8(w, q, n, sums, r0, r1);
-  const uint8_t* packed = layout_body(w, CodeLayout::Chunk64);
+  if (tblocks == 0 || blocks == 0 || K > kMaxAmxK) return gemm_i8(w, q, n, sums, r0, r1);
+  const CodeLayout layout = default_layout(w);
+  const uint8_t* packed = layout_body(w, layout);
   const int64_t r_amx = r0 + blocks * kTile, n_amx = tblocks * kTile;
   // Its own slot: amx_rows holds slot 0 (rows repacked on the fly) and 1.
   int32_t* qsum = reinterpret_cast<int32_t*>(thread_scratch(2, size_t(4 * n_amx)));
   for (int64_t i = 0; i < n_amx; ++i) qsum[i] = activation_sum(q + i * K, K);
-  amx_rows(w, packed, q, tblocks, qsum, sums, r0, blocks);
+  amx_rows(w, layout, packed, q, tblocks, qsum, sums, r0, blocks);
   if (n_amx < n) gemm_i8(w, q + n_amx * K, n - n_amx, sums + n_amx * M, r0, r_amx);
   if (r_amx < r1) gemm_i8(w, q, n, sums, r_amx, r1);
 }
 
-bool available_amx(const CpuFeatures& c) { return available(c) && c.amx_tile && c.amx_int8 && c.os_amx; }
+bool available_amx(const CpuFeatures& c) {
+  return available(c) && c.amx_tile && c.amx_int8 && c.os_amx;
+}
 
 }  // namespace
 
 const KernelSet& avx512_amx_kernels() {
-  static const KernelSet set{"avx512-amx", &available_amx, nullptr, &gemm_i8_amx, &dense_gemm_x86, &prepare,
-                             &prepared_bytes, nullptr, &quantize_i8_avx2,
-                             &phase_gemm_i8_avx512};
+  static const KernelSet set{
+      "avx512-amx", &available_amx,  nullptr, &gemm_i8_amx,      &dense_gemm_x86,
+      &prepare,     &prepared_bytes, nullptr, &quantize_i8_avx2, &phase_gemm_i8_avx512};
   return set;
 }
 

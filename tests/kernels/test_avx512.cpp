@@ -159,40 +159,47 @@ TEST(Avx512, VnniTq2CodeThreeCountsAsTwo) {
   }
 }
 
-// avx512-amx runs 16-token, 16-row blocks of TQ2_0 through the tiles and
-// the rest through the vnni loops: ranges that start inside a block, token
-// counts on and off multiples of 16, sums at both extremes, rows repacked
-// on the fly, and code 3 (which it decodes as 2, like scalar).
+// avx512-amx runs 16-token, 16-row blocks through the tiles and the rest
+// through the vnni loops: ranges that start inside a block, token counts on
+// and off multiples of 16, sums at both extremes, rows repacked on the fly,
+// K = 1280 and 768 (TQ1_0's last base-3 group part full), and TQ2_0's code 3
+// (which it decodes as 2, like scalar).
 TEST(Avx512, AmxTilesMatchScalar) {
   REQUIRE_SET(amx, "avx512-amx");
-  for (int64_t K : {256, 768, 6912})
-    for (Rows rows : {Rows::Mixed, Rows::Plus, Rows::Minus}) {
-      const int64_t M = K > 1000 ? 40 : 70;
-      Matrix m = make_matrix(TensorType::TQ2_0, M, K, rows, uint32_t(K) + int(rows));
-      if (rows == Rows::Mixed) m.data[7] = 0xff;  // row 0: code 3 four times
-      for (bool prepared : {true, false}) {
-        if (prepared) prepare(m, *amx);
-        else m.w.packed = nullptr;
-        for (int64_t n : {16, 32, 37, 50})
-          for (int fill : {0, 127, -128}) {
-            auto q = fill ? std::vector<int8_t>(size_t(n * K), int8_t(fill)) : random_int8(n * K, uint32_t(n));
-            std::vector<int32_t> want(size_t(n * M));
-            scalar_kernels().gemm_i8(m.w, q.data(), n, want.data(), 0, M);
-            for (auto [r0, r1] : {std::pair<int64_t, int64_t>{0, M}, {3, M - 2}, {16, 32}}) {
-              const int32_t kSent = 0x5a5a5a5a;
-              std::vector<int32_t> got(size_t(n * M), kSent);
-              amx->gemm_i8(m.w, q.data(), n, got.data(), r0, r1);
-              for (int64_t i = 0; i < n; ++i)
-                for (int64_t r = 0; r < M; ++r) {
-                  const size_t at = size_t(i * M + r);
-                  ASSERT_EQ(got[at], r >= r0 && r < r1 ? want[at] : kSent)
-                      << "K " << K << " rows " << int(rows) << (prepared ? " prepared" : " raw") << " n " << n
-                      << " q " << fill << " range [" << r0 << "," << r1 << ") vec " << i << " row " << r;
-                }
+  for (TensorType type : kTypes)
+    for (int64_t K : {256, 768, 1280, 6912})
+      for (Rows rows : {Rows::Mixed, Rows::Plus, Rows::Minus}) {
+        const int64_t M = K > 1000 ? 40 : 70;
+        Matrix m = make_matrix(type, M, K, rows, uint32_t(K) + int(rows));
+        if (rows == Rows::Mixed && type == TensorType::TQ2_0)
+          m.data[7] = 0xff;  // row 0: code 3 four times
+        for (bool prepared : {true, false}) {
+          if (prepared)
+            prepare(m, *amx);
+          else
+            m.w.packed = nullptr;
+          for (int64_t n : {16, 32, 37, 50})
+            for (int fill : {0, 127, -128}) {
+              auto q = fill ? std::vector<int8_t>(size_t(n * K), int8_t(fill))
+                            : random_int8(n * K, uint32_t(n));
+              std::vector<int32_t> want(size_t(n * M));
+              scalar_kernels().gemm_i8(m.w, q.data(), n, want.data(), 0, M);
+              for (auto [r0, r1] : {std::pair<int64_t, int64_t>{0, M}, {3, M - 2}, {16, 32}}) {
+                const int32_t kSent = 0x5a5a5a5a;
+                std::vector<int32_t> got(size_t(n * M), kSent);
+                amx->gemm_i8(m.w, q.data(), n, got.data(), r0, r1);
+                for (int64_t i = 0; i < n; ++i)
+                  for (int64_t r = 0; r < M; ++r) {
+                    const size_t at = size_t(i * M + r);
+                    ASSERT_EQ(got[at], r >= r0 && r < r1 ? want[at] : kSent)
+                        << "type " << int(type) << " K " << K << " rows " << int(rows)
+                        << (prepared ? " prepared" : " raw") << " n " << n << " q " << fill
+                        << " range [" << r0 << "," << r1 << ") vec " << i << " row " << r;
+                  }
+              }
             }
-          }
+        }
       }
-    }
 }
 
 // The tiles sum a whole row in int32 (no segments, up to 2^22 columns):
@@ -200,15 +207,16 @@ TEST(Avx512, AmxTilesMatchScalar) {
 TEST(Avx512, AmxExactOnLongRows) {
   REQUIRE_SET(amx, "avx512-amx");
   const int64_t K = (int64_t(1) << 21) + 768, M = 16, n = 16;
-  for (Rows rows : {Rows::Plus, Rows::Minus}) {
-    Matrix m = make_matrix(TensorType::TQ2_0, M, K, rows, 31);
-    prepare(m, *amx);
-    for (int fill : {127, -128}) {
-      const std::vector<int8_t> q(size_t(n * K), int8_t(fill));
-      std::vector<int32_t> got(size_t(n * M));
-      amx->gemm_i8(m.w, q.data(), n, got.data(), 0, M);
-      const int64_t want = (rows == Rows::Plus ? 1 : -1) * int64_t(fill) * K;
-      for (int32_t v : got) ASSERT_EQ(v, want) << "rows " << int(rows) << " q " << fill;
+  for (TensorType type : kTypes)
+    for (Rows rows : {Rows::Plus, Rows::Minus}) {
+      Matrix m = make_matrix(type, M, K, rows, 31);
+      prepare(m, *amx);
+      for (int fill : {127, -128}) {
+        const std::vector<int8_t> q(size_t(n * K), int8_t(fill));
+        std::vector<int32_t> got(size_t(n * M));
+        amx->gemm_i8(m.w, q.data(), n, got.data(), 0, M);
+        const int64_t want = (rows == Rows::Plus ? 1 : -1) * int64_t(fill) * K;
+        for (int32_t v : got) ASSERT_EQ(v, want) << "rows " << int(rows) << " q " << fill;
+      }
     }
-  }
 }
