@@ -82,7 +82,7 @@ std::vector<KernelChoice> time_kernels(std::span<const TernaryMatrix> shapes, in
         best = std::min(best, seconds_since(t0));
       }
       c.seconds.emplace_back(k, best);
-      if (!c.chosen || best < chosen_time) {
+      if (!c.chosen || best < chosen_time * (1 - kDisplaceMargin)) {
         c.chosen = k;
         chosen_time = best;
       }
