@@ -180,7 +180,7 @@ TEST_P(DenseSets, EqualsScalarBitForBit) {
   for (TensorType type : kTypes)
     for (int64_t K : widths(type))
       for (int64_t M : {1, 3, 4, 5, 13})
-        for (int64_t n : {1, 2, 5}) {
+        for (int64_t n : {1, 2, 5, 8}) {
           const Dense d = make_dense(type, M, K, uint32_t(K * 31 + M));
           const std::vector<float> x = random_vectors(n, K, uint32_t(K + M + n));
           const int64_t ldy = M + 3;  // a stride wider than the rows
