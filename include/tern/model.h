@@ -82,8 +82,13 @@ struct Linear {
 // thread; one int8 vector, or two, a token's 16-bit digits, for a
 // float-activation model; the best of repeated calls over a few
 // milliseconds, each with the matrix flushed from the caches as a decode
-// step finds it), and the fastest, which every linear of the shape then
-// runs on.
+// step finds it), and the one every linear of the shape then runs on: the
+// fastest, except that a set later in all_kernel_sets()' best-first order
+// must beat the earlier by more than kDisplaceMargin. Sets that share a
+// decode loop and differ in prompts (avx512-amx, avx512-vnni) time alike,
+// and the drift of a shared machine must not pick the one without tiles.
+// So no candidate is faster than (1 - kDisplaceMargin) of the choice.
+constexpr double kDisplaceMargin = 0.05;
 struct KernelChoice {
   gguf::TensorType type = gguf::TensorType::TQ2_0;
   int64_t rows = 0, cols = 0;

@@ -12,12 +12,8 @@ namespace tern {
 // once, then products of every row with n fixed int8 vectors (n = 1: the
 // GEMV; int16 activations are n = 2), `calls` times, each after the
 // matrix's lines were flushed from the caches, keeping the fastest. The chosen set
-// is the fastest candidate, where a later one (in the table's best-first
-// order) must beat the earlier by more than kDisplaceMargin: sets that
-// share a decode loop and differ in prompts (avx512-amx, avx512-vnni) time
-// alike here, and the drift of a shared machine must not pick the one
-// without the tiles.
-constexpr double kDisplaceMargin = 0.05;
+// follows KernelChoice's rule (tern/model.h: the fastest, a later set
+// displacing an earlier only when more than kDisplaceMargin faster).
 std::vector<KernelChoice> time_kernels(std::span<const TernaryMatrix> shapes, int n,
                                        std::span<const KernelSet* const> candidates, int calls);
 

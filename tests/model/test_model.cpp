@@ -209,7 +209,8 @@ TEST(Int16Activations, SameLogitsOnEveryKernelAndNearExact) {
 }
 
 // --kernel auto times the int8-capable sets on each distinct linear shape
-// and runs every linear on its shape's fastest; the sums are exact, so the
+// and runs every linear on its shape's fastest (within kDisplaceMargin of
+// an earlier set, the earlier); the sums are exact, so the
 // logits are those of any single set, bit for bit.
 TEST(KernelAuto, TimesEachShapeOnceAndKeepsTheLogits) {
   for (const char* mode : {"bitnet", "ternary"}) {  // int8, and int16 activations
@@ -233,9 +234,10 @@ TEST(KernelAuto, TimesEachShapeOnceAndKeepsTheLogits) {
         EXPECT_GT(sec, 0.0) << set->name;
         best = std::min(best, sec);
       }
+      // The fastest, unless it beat an earlier set by kDisplaceMargin or less.
       for (const auto& [set, sec] : c.seconds) {
         if (set == c.chosen) {
-          EXPECT_EQ(sec, best);
+          EXPECT_LE(sec * (1 - tern::kDisplaceMargin), best) << set->name;
         }
       }
     }
