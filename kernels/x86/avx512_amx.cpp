@@ -206,16 +206,19 @@ void gemm_i8_amx(const TernaryMatrix& w, const int8_t* q, int64_t n, int32_t* su
   check_call(w, ActMode::Int8, n, r0, r1);
   const int64_t K = w.cols, M = w.rows;
   const int64_t tblocks = n / kTile, blocks = (r1 - r0) / kTile;
-  if (tblocks == 0 || blocks == 0 || K > kMaxAmxK) return gemm_i8(w, q, n, sums, r0, r1);
+  if (tblocks == 0 || blocks == 0 || K > kMaxAmxK) return gemm_i8_checked(w, q, n, sums, r0, r1);
   const CodeLayout layout = default_layout(w);
   const uint8_t* packed = layout_body(w, layout);
   const int64_t r_amx = r0 + blocks * kTile, n_amx = tblocks * kTile;
-  // Its own slot: amx_rows holds slot 0 (rows repacked on the fly) and 1.
-  int32_t* qsum = reinterpret_cast<int32_t*>(thread_scratch(2, size_t(4 * n_amx)));
-  for (int64_t i = 0; i < n_amx; ++i) qsum[i] = activation_sum(q + i * K, K);
+  // Every vector's sum once, for the tiles and both tails. Its own slot:
+  // amx_rows and vnni_rows hold slot 0 (rows repacked on the fly) and 1.
+  int32_t* qsum = reinterpret_cast<int32_t*>(thread_scratch(2, size_t(4 * n)));
+  for (int64_t i = 0; i < n; ++i) qsum[i] = activation_sum(q + i * K, K);
   amx_rows(w, layout, packed, q, tblocks, qsum, sums, r0, blocks);
-  if (n_amx < n) gemm_i8(w, q + n_amx * K, n - n_amx, sums + n_amx * M, r0, r_amx);
-  if (r_amx < r1) gemm_i8(w, q, n, sums, r_amx, r1);
+  if (n_amx < n)
+    vnni_rows(w, layout, packed, q + n_amx * K, n - n_amx, qsum + n_amx, sums + n_amx * M, r0,
+              r_amx);
+  if (r_amx < r1) vnni_rows(w, layout, packed, q, n, qsum, sums, r_amx, r1);
 }
 
 bool available_amx(const CpuFeatures& c) {

@@ -209,22 +209,15 @@ int32_t activation_sum(const int8_t* q, int64_t K) {
   return _mm512_reduce_add_epi32(acc);
 }
 
-void gemm_i8(const TernaryMatrix& w, const int8_t* q, int64_t n, int32_t* sums, int64_t r0,
-             int64_t r1) {
-  check_call(w, ActMode::Int8, n, r0, r1);
-  if (n == 0 || r0 == r1) return;
+// Rows [r0, r1) of a checked call, its codes in `layout` (packed: the
+// prepared body, or null to repack rows on the fly), qsum[i] = sum q of
+// vector i.
+void vnni_rows(const TernaryMatrix& w, CodeLayout layout, const uint8_t* packed, const int8_t* q,
+               int64_t n, const int32_t* qsum, int32_t* sums, int64_t r0, int64_t r1) {
   const int64_t K = w.cols, M = w.rows;
-  const CodeLayout layout = default_layout(w);
-  const uint8_t* packed = layout_body(w, layout);
   const bool base3 = layout == CodeLayout::Base3x64;
   const int vecs = base3 ? kBase3Vecs : kChunkVecs;
   const int64_t row_bytes = code_row_bytes(layout, K);
-  // Decode (n = 1) and short batches need no heap allocation per call.
-  int32_t qsum_small[16];
-  std::vector<int32_t> qsum_big(n > 16 ? static_cast<size_t>(n) : 0);
-  int32_t* qsum = n > 16 ? qsum_big.data() : qsum_small;
-  for (int64_t i = 0; i < n; ++i) qsum[i] = activation_sum(q + i * K, K);
-
   uint8_t* scratch = packed ? nullptr : thread_scratch(0, size_t(kMaxRows * row_bytes));
   const int64_t stride = packed ? kPackedUnitStride : kUnitBytes;
   static_assert(kMaxRows == kRowGroup, "a row group is one interleaved group of the layout");
@@ -246,6 +239,28 @@ void gemm_i8(const TernaryMatrix& w, const int8_t* q, int64_t n, int32_t* sums, 
         for (int v = 0; v < V; ++v) sums[(i + v) * M + r + g] = int32_t(out[g * V + v] - qsum[i + v]);
     }
   }
+}
+
+// gemm_i8 once its arguments are checked.
+void gemm_i8_checked(const TernaryMatrix& w, const int8_t* q, int64_t n, int32_t* sums, int64_t r0,
+                     int64_t r1) {
+  if (n == 0 || r0 == r1) return;
+  const int64_t K = w.cols;
+  const CodeLayout layout = default_layout(w);
+  const uint8_t* packed = layout_body(w, layout);
+  // Decode (n = 1) and short batches need no heap allocation per call.
+  int32_t qsum_small[16];
+  std::vector<int32_t> qsum_big(n > 16 ? static_cast<size_t>(n) : 0);
+  int32_t* qsum = n > 16 ? qsum_big.data() : qsum_small;
+  for (int64_t i = 0; i < n; ++i) qsum[i] = activation_sum(q + i * K, K);
+  vnni_rows(w, layout, packed, q, n, qsum, sums, r0, r1);
+}
+
+// avx512-amx checks once itself and calls the parts above.
+[[maybe_unused]] void gemm_i8(const TernaryMatrix& w, const int8_t* q, int64_t n, int32_t* sums,
+                              int64_t r0, int64_t r1) {
+  check_call(w, ActMode::Int8, n, r0, r1);
+  gemm_i8_checked(w, q, n, sums, r0, r1);
 }
 
 std::shared_ptr<const void> prepare(const TernaryMatrix& w) {
