@@ -147,6 +147,7 @@ class ZeroedArray {
 // `max_seq` positions.
 struct RunState {
   int max_batch = 0, max_seq = 0;
+  int query_block = 1;         // tokens per batch of attention (forward.cpp)
   std::vector<float> x;        // [max_batch][dim] residual stream
   std::vector<float> xb;       // [max_batch][dim] normed input of a block
   std::vector<float> xb2;      // [max_batch][max(dim, q_dim)] attention output
@@ -155,7 +156,10 @@ struct RunState {
   std::vector<float> v;        // [max_batch][kv_dim]
   std::vector<float> hb;       // [max_batch][hidden_dim] gate, then act(gate)*up
   std::vector<float> hb2;      // [max_batch][hidden_dim] up
-  std::vector<float> att;      // [threads][n_heads / n_kv_heads][max_seq] attention scores
+  std::vector<float> att;      // [threads][query_block * n_heads / n_kv_heads][max_seq] attention
+                               // scores, then weights
+  std::vector<float> att_q;    // [threads][query_block * n_heads / n_kv_heads][head_dim] a block's
+                               // queries, then its attention outputs
   std::vector<float> xpad;     // [max_batch][widest K] input padded to whole blocks or
                                // through a linear's own norm; Fairy2i: [max_batch][2 *
                                // widest padded complex width]; empty when none is needed

@@ -36,7 +36,7 @@
 
 #include "../code_layout.h"
 #include "../kernel_sets.h"
-#include "avx2_dense.h"
+#include "avx512_dense.h"
 #include "avx2_quant.h"
 #include "avx512_phase.h"
 
@@ -156,7 +156,7 @@ bool available(const CpuFeatures& c) {
 }  // namespace
 
 const KernelSet& avx512_pext_kernels() {
-  static const KernelSet set{"avx512-pext", &available, &gemm_f32, &gemm_i8, &dense_gemm_x86, &prepare,
+  static const KernelSet set{"avx512-pext", &available, &gemm_f32, &gemm_i8, &dense_gemm_avx512, &prepare,
                              &prepared_bytes, &phase_gemm_avx512<true>, &quantize_i8_avx2};
   return set;
 }

@@ -49,7 +49,7 @@
 
 #include "../code_layout.h"
 #include "../kernel_sets.h"
-#include "avx2_dense.h"
+#include "avx512_dense.h"
 #include "avx2_quant.h"
 #include "avx512_phase_i8.h"
 

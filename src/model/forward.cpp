@@ -59,6 +59,15 @@ void for_product_rows(ThreadPool& pool, const Products& ps, Rows rows, Fn fn) {
   });
 }
 
+// Tokens whose attention runs as one batch per KV head: enough for the dense
+// kernels' tiles of several vectors, few enough that a thread's scores stay
+// within 16 MiB at long contexts.
+int query_block(int G, int max_seq, int max_batch) {
+  constexpr int64_t kMaxScores = int64_t(4) << 20;
+  const int64_t fit = kMaxScores / (int64_t(G) * max_seq);
+  return int(std::clamp<int64_t>(std::min<int64_t>(fit, 16), 1, max_batch));
+}
+
 }  // namespace
 
 void Model::reset(int max_seq, int max_batch) {
@@ -92,10 +101,12 @@ void Model::resize_state(int max_seq, int max_batch) {
   // Positions are written before they are read, so buffers of the right
   // sizes need no clearing: load, the command and generate or perplexity
   // may each ask for the same sizes, and the cache is allocated once.
-  const size_t att = size_t(pool_->size()) * size_t(c.n_heads / c.n_kv_heads) * max_seq;
+  const int G = c.n_heads / c.n_kv_heads, qb = query_block(G, max_seq, max_batch);
+  const size_t att = size_t(pool_->size()) * size_t(qb * G) * max_seq;
   if (s.max_seq == max_seq && s.max_batch == max_batch && s.att.size() == att) return;
   s.max_seq = max_seq;
   s.max_batch = max_batch;
+  s.query_block = qb;
   const size_t B = size_t(max_batch);
   // Linear inputs as the kernels read them: whole blocks (padded_cols).
   const size_t widest = size_t(std::max({padded_cols(c.dim), padded_cols(c.q_dim()),
@@ -111,6 +122,7 @@ void Model::resize_state(int max_seq, int max_batch) {
   s.hb.assign(B * c.hidden_dim, 0.0f);
   s.hb2.assign(B * c.hidden_dim, 0.0f);
   s.att.assign(att, 0.0f);
+  s.att_q.assign(size_t(pool_->size()) * size_t(qb * G) * size_t(c.head_dim), 0.0f);
   // Fairy2i: each half of the input padded to whole blocks of complex columns.
   const size_t phase_widest =
       2 * size_t(std::max({phase_cols(c.dim / 2), phase_cols(c.q_dim() / 2), phase_cols(c.hidden_dim / 2)}));
@@ -293,31 +305,45 @@ void Model::forward_batch(const int32_t* tokens, int n, int pos, float* logits, 
           store(s.v_type, vc + ((size_t(g) * HD + size_t(d)) * S + p) * ev, s.v[j]);
         }
     }
-    // One item per (token, KV head): the G query heads sharing a KV head
-    // read its keys and values once, as a batch of G vectors.
+    // One item per (block of up to query_block tokens, KV head): the
+    // block's G query heads per token read the keys and values once, as one
+    // batch of vectors, over the positions its last token sees. Each token's
+    // scores are cut to its own positions before the softmax and its
+    // weights past them are zero, so it gets the products it would alone.
+    const int QB = s.query_block, blocks = (n + QB - 1) / QB;
     pool_->run([&](int t) {
-      float* sc = s.att.data() + size_t(t) * G * S;  // [G][n_pos] scores, then weights
-      pool_->for_chunks(int64_t(n) * NKV, 1, [&](int64_t item, int64_t) {
-        const int i = int(item / NKV), g = int(item % NKV), n_pos = pos + i + 1;
-        const size_t head0 = size_t(i) * QD + size_t(g) * G * HD;  // first query head of the group
+      float* sc = s.att.data() + size_t(t) * QB * G * S;       // [QB * G][n_max] scores, then weights
+      float* qo = s.att_q.data() + size_t(t) * QB * G * HD;    // [QB * G][HD] queries, then outputs
+      pool_->for_chunks(int64_t(blocks) * NKV, 1, [&](int64_t item, int64_t) {
+        const int i0 = int(item / NKV) * QB, g = int(item % NKV), b = std::min(QB, n - i0),
+                  n_max = pos + i0 + b;
+        for (int i = 0; i < b; ++i)
+          std::copy_n(s.q.data() + size_t(i0 + i) * QD + size_t(g) * G * HD, size_t(G) * HD,
+                      qo + size_t(i) * G * HD);
         DenseMatrix keys;
         keys.type = s.k_type;
-        keys.rows = n_pos;
+        keys.rows = n_max;
         keys.cols = HD;
         keys.data = kc + size_t(g) * S * HD * ek;
-        kernels_->dense_gemm(keys, s.q.data() + head0, G, sc, n_pos, 0, n_pos);
-        for (int j = 0; j < G; ++j) {
-          float* row = sc + size_t(j) * n_pos;
-          for (int u = 0; u < n_pos; ++u) row[u] *= scale;
-          ops::softmax(row, n_pos);
-        }
+        kernels_->dense_gemm(keys, qo, int64_t(b) * G, sc, n_max, 0, n_max);
+        for (int i = 0; i < b; ++i)
+          for (int j = 0; j < G; ++j) {
+            float* row = sc + size_t(i * G + j) * n_max;
+            const int n_pos = pos + i0 + i + 1;
+            for (int u = 0; u < n_pos; ++u) row[u] *= scale;
+            ops::softmax(row, n_pos);
+            std::fill(row + n_pos, row + n_max, 0.0f);
+          }
         DenseMatrix values;  // transposed: row d holds dimension d of every position
         values.type = s.v_type;
         values.rows = HD;
-        values.cols = n_pos;
+        values.cols = n_max;
         values.data = vc + size_t(g) * HD * S * ev;
         values.row_stride = int64_t(S * ev);
-        kernels_->dense_gemm(values, sc, G, s.xb2.data() + head0, HD, 0, HD);
+        kernels_->dense_gemm(values, sc, int64_t(b) * G, qo, HD, 0, HD);
+        for (int i = 0; i < b; ++i)
+          std::copy_n(qo + size_t(i) * G * HD, size_t(G) * HD,
+                      s.xb2.data() + size_t(i0 + i) * QD + size_t(g) * G * HD);
       });
     });
     if (L.attn_sub_norm)

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <vector>
 
@@ -120,6 +121,30 @@ TEST_P(WholeModel, IncrementalDecodingMatchesOneBatch) {
     auto s = m->forward(std::span<const int32_t>(&kTokens[i], 1), int(i), false);
     std::vector<float> one(s.begin(), s.end()), want(batch.begin() + i * V, batch.begin() + (i + 1) * V);
     EXPECT_LT(rel_error(one, want), 1e-5) << "position " << i;
+  }
+}
+
+// A prompt longer than a block of attention queries (forward.cpp batches up
+// to 16 tokens per KV head over the positions the last one sees): every
+// token's logits equal those of decoding it alone, bit for bit, in each KV
+// cache type, also when the batch starts past position 0.
+TEST_P(WholeModel, AttentionInQueryBlocksEqualsTokenByToken) {
+  const Packed p = packed(GetParam());
+  std::vector<int32_t> tokens;
+  for (int i = 0; i < 45; ++i) tokens.push_back(kTokens[size_t(i * 7) % kTokens.size()] + i);
+  for (auto type : {tern::gguf::TensorType::F32, tern::gguf::TensorType::F16}) {
+    tern::LoadOptions lo;
+    lo.cache_type_k = lo.cache_type_v = type;
+    auto m = tern::Model::load(p.tq2, lo);
+    const size_t V = size_t(m->config().vocab_size);
+    m->forward(std::span<const int32_t>(tokens.data(), 3), 0, true);
+    const auto s = m->forward(std::span<const int32_t>(tokens.data() + 3, tokens.size() - 3), 3, true);
+    const std::vector<float> batch(s.begin(), s.end());
+    for (size_t i = 3; i < tokens.size(); ++i) {
+      auto one = m->forward(std::span<const int32_t>(&tokens[i], 1), int(i), false);
+      ASSERT_EQ(std::memcmp(one.data(), batch.data() + (i - 3) * V, V * sizeof(float)), 0)
+          << "position " << i << " cache type " << int(type);
+    }
   }
 }
 
