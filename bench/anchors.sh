@@ -8,10 +8,16 @@
 # alternate for ROUNDS rounds with the same -p/-n/-t/-r, and each line
 # prints tok/s and tern's ratio to it.
 #
+# With VLUT (a vlut.cpp build directory) and VLUT_MODELS (its files of the
+# same checkpoint, made by its own converter and llama-quantize: see
+# docs/PERFORMANCE.md, "vlut.cpp"), vlut's `llama-bench` runs in the same
+# rounds (-fa 0 and 1, OMP_WAIT_POLICY=passive as well as its default).
+#
 # usage: IK=ik_llama.cpp/build bench/anchors.sh HF_DIR TERN_MODEL.gguf [WORKDIR]
 #   env: TERN (build/tern), P (128), N (64), T (1,2), R (3), ROUNDS (2),
 #        IK_GGUF_PY (IK/../gguf-py), HEAD_TYPE (f16: ik's token embeddings,
-#        which are its head, in the type of tern's head; bf16 for 2B-4T)
+#        which are its head, in the type of tern's head; bf16 for 2B-4T),
+#        VLUT, VLUT_MODELS (space-separated paths)
 # Build ik as its README says, natively: cmake -DGGML_NATIVE=ON, targets
 # llama-bench and llama-quantize. Nothing here goes into tern's build.
 set -euo pipefail
@@ -55,20 +61,30 @@ for round in $(seq "$ROUNDS"); do
         pick | sed "s/^/$round ik-$q-fa$fa /" >>"$results"
     done
   done
+  for v in ${VLUT_MODELS:-}; do
+    name=vlut-$(basename "$v" .gguf)
+    for fa in 0 1; do
+      "$VLUT/bin/llama-bench" -m "$v" -p "$P" -n "$N" -t "$T" -r "$R" -fa "$fa" -o csv 2>/dev/null |
+        pick | sed "s/^/$round $name-fa$fa /" >>"$results"
+      # Its OpenMP barriers spin; passive waits help it on a shared machine.
+      OMP_WAIT_POLICY=passive "$VLUT/bin/llama-bench" -m "$v" -p "$P" -n "$N" -t "$T" -r "$R" -fa "$fa" -o csv \
+        2>/dev/null | pick | sed "s/^/$round $name-fa$fa-passive /" >>"$results"
+    done
+  done
 done
 
 # round engine threads test t/s -> per (threads, test): each engine's t/s by
-# round, and tern over the fastest ik configuration of the same round.
+# round, and tern over the fastest other configuration of the same round.
 awk '{ v[$2 " " $3 " " $4, $1] = $5; k[$3 " " $4] = 1; e[$2] = 1; r[$1] = 1 }
      END {
        for (kt in k) {
          printf "threads %s\n", kt
          for (en in e) {
-           line = sprintf("  %-18s", en)
+           line = sprintf("  %-26s", en)
            for (i = 1; i in r; ++i) line = line sprintf(" %9.2f", v[en " " kt, i])
            print line
          }
-         line = sprintf("  %-18s", "tern / best ik")
+         line = sprintf("  %-26s", "tern / best other")
          for (i = 1; i in r; ++i) {
            best = 0
            for (en in e) if (en != "tern" && v[en " " kt, i] > best) best = v[en " " kt, i]

@@ -192,23 +192,25 @@ TEST_P(DenseSets, EqualsScalarBitForBit) {
         }
 }
 
-// Perplexity's head: batches and row ranges past the AVX-512 sets' blocks of
-// 64 rows x 64 vectors, ranges that start inside a block and a 4-row tile,
-// and every count of vectors left over after the 4-vector tiles.
+// Perplexity's head: batches of every count of vectors left over after
+// the AVX-512 sets' 4-vector tiles, row ranges that start inside a 4-row
+// tile, and (at K = 2563) more rows than one of their L2-sized blocks.
 TEST_P(DenseSets, LargeBatchesEqualScalarBitForBit) {
+  constexpr struct {
+    int64_t K, n;
+  } kCases[] = {{23, 67}, {23, 70}, {23, 129}, {23, 130}, {2563, 7}, {2563, 66}};
   for (TensorType type : {TensorType::F32, TensorType::F16, TensorType::BF16})
-    for (int64_t K : {23, 300})
-      for (int64_t n : {67, 70, 129, 130}) {
-        const int64_t M = 139;
-        const Dense d = make_dense(type, M, K, uint32_t(K + n));
-        const std::vector<float> x = random_vectors(n, K, uint32_t(K * n));
-        std::vector<float> want(size_t(n * M), -1.0f), got(size_t(n * M), -1.0f);
-        scalar_kernels().dense_gemm(d.m, x.data(), n, want.data(), M, 0, M);
-        for (int64_t r0 : {0, 3, 66})
-          set().dense_gemm(d.m, x.data(), n, got.data(), M, r0, r0 == 0 ? 3 : r0 == 3 ? 66 : M);
-        ASSERT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0)
-            << "type " << int(type) << " K " << K << " n " << n;
-      }
+    for (const auto [K, n] : kCases) {
+      const int64_t M = 139;
+      const Dense d = make_dense(type, M, K, uint32_t(K + n));
+      const std::vector<float> x = random_vectors(n, K, uint32_t(K * n));
+      std::vector<float> want(size_t(n * M), -1.0f), got(size_t(n * M), -1.0f);
+      scalar_kernels().dense_gemm(d.m, x.data(), n, want.data(), M, 0, M);
+      for (int64_t r0 : {0, 3, 66})
+        set().dense_gemm(d.m, x.data(), n, got.data(), M, r0, r0 == 0 ? 3 : r0 == 3 ? 66 : M);
+      ASSERT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0)
+          << "type " << int(type) << " K " << K << " n " << n;
+    }
 }
 
 TEST_P(DenseSets, RowRangesWriteOnlyTheirRows) {
