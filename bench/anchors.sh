@@ -62,7 +62,8 @@ for round in $(seq "$ROUNDS"); do
     done
   done
   for v in ${VLUT_MODELS:-}; do
-    name=vlut-$(basename "$v" .gguf)
+    name=$(basename "$v" .gguf)
+    name=vlut-${name#vlut-}
     for fa in 0 1; do
       "$VLUT/bin/llama-bench" -m "$v" -p "$P" -n "$N" -t "$T" -r "$R" -fa "$fa" -o csv 2>/dev/null |
         pick | sed "s/^/$round $name-fa$fa /" >>"$results"
