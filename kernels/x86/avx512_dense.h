@@ -112,14 +112,16 @@ void dense_gemm_tiled(const DenseMatrix& m, const float* x, int64_t n, float* y,
 
 void dense_gemm_avx512(const DenseMatrix& m, const float* x, int64_t n, float* y, int64_t ldy, int64_t r0,
                        int64_t r1) {
+  const bool float_rows =
+      m.type == TensorType::F32 || m.type == TensorType::F16 || m.type == TensorType::BF16;
+  // One vector and quantized rows: avx2_dense.h's loops, which check the call.
+  if (n < 2 || !float_rows) return dense_gemm_x86(m, x, n, y, ldy, r0, r1);
   check_dense_call(m, n, ldy, r0, r1);
-  if (n >= 2) switch (m.type) {
-      case TensorType::F32: return dense_gemm_tiled<TensorType::F32>(m, x, n, y, ldy, r0, r1);
-      case TensorType::F16: return dense_gemm_tiled<TensorType::F16>(m, x, n, y, ldy, r0, r1);
-      case TensorType::BF16: return dense_gemm_tiled<TensorType::BF16>(m, x, n, y, ldy, r0, r1);
-      default: break;  // quantized rows: the int8 loops below
-    }
-  dense_gemm_x86(m, x, n, y, ldy, r0, r1);
+  switch (m.type) {
+    case TensorType::F32: return dense_gemm_tiled<TensorType::F32>(m, x, n, y, ldy, r0, r1);
+    case TensorType::F16: return dense_gemm_tiled<TensorType::F16>(m, x, n, y, ldy, r0, r1);
+    default: return dense_gemm_tiled<TensorType::BF16>(m, x, n, y, ldy, r0, r1);
+  }
 }
 
 }  // namespace
