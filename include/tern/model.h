@@ -156,6 +156,7 @@ struct RunState {
   std::vector<float> v;        // [max_batch][kv_dim]
   std::vector<float> hb;       // [max_batch][hidden_dim] gate, then act(gate)*up
   std::vector<float> hb2;      // [max_batch][hidden_dim] up
+  std::vector<float> rope_cs;  // [max_batch][head_dim] cos, sin of each token's RoPE angles
   std::vector<float> att;      // [threads][query_block * n_heads / n_kv_heads][max_seq] attention
                                // scores, then weights
   std::vector<float> att_q;    // [threads][query_block * n_heads / n_kv_heads][head_dim] a block's
@@ -294,7 +295,10 @@ class Model {
     const Linear* l;
     float* y;
   };
-  void linears(std::initializer_list<Product> ps, const float* x, int n, int in_dim);
+  // glu: ps is {gate, up} of equal rows, and the result is glu(gate, up) in
+  // gate's y, applied to each chunk of rows inside the products' region.
+  using Glu = void (*)(float* gate, const float* up, int n);
+  void linears(std::initializer_list<Product> ps, const float* x, int n, int in_dim, Glu glu = nullptr);
   void phase_linears(std::initializer_list<Product> ps, const float* x, int n, int in_dim);
   // Token i's linear input in[len] as int8 vectors q + j * stride: its
   // int8 input, or its int16 input's digits, most significant first.

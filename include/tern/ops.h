@@ -9,12 +9,16 @@ namespace tern::ops {
 // out[i] = x[i] / sqrt(mean(x^2) + eps) * w[i]
 void rmsnorm(float* out, const float* x, const float* w, int n, float eps);
 
-// Rotates adjacent pairs (x[2i], x[2i+1]) of every head by pos * theta^(-2i/head_dim):
+// The cosine and sine of position pos's angles pos * theta^(-2i/head_dim),
+// i < head_dim/2: cs[2i], cs[2i+1]. A token's angles are the same in every
+// layer and for q and k, so the forward pass computes them once per token.
+void rope_angles(float* cs, int head_dim, int pos, float theta);
+// Rotates adjacent pairs (x[2i], x[2i+1]) of every head by angle i of cs:
 // llama.cpp's "normal" RoPE, which the packer's q/k row permutation targets.
-void rope(float* x, int n_heads, int head_dim, int pos, float theta);
+void rope(float* x, int n_heads, int head_dim, const float* cs);
 // The same rotation on pairs (x[i], x[i + head_dim/2]): Hugging Face's
 // rotate_half, which GGUF files of the `bitnet` architectures keep.
-void rope_halves(float* x, int n_heads, int head_dim, int pos, float theta);
+void rope_halves(float* x, int n_heads, int head_dim, const float* cs);
 
 // In place, numerically stable (subtracts the max).
 void softmax(float* x, int n);

@@ -121,6 +121,7 @@ void Model::resize_state(int max_seq, int max_batch) {
   s.v.assign(B * c.kv_dim(), 0.0f);
   s.hb.assign(B * c.hidden_dim, 0.0f);
   s.hb2.assign(B * c.hidden_dim, 0.0f);
+  s.rope_cs.assign(B * c.head_dim, 0.0f);
   s.att.assign(att, 0.0f);
   s.att_q.assign(size_t(pool_->size()) * size_t(qb * G) * size_t(c.head_dim), 0.0f);
   // Fairy2i: each half of the input padded to whole blocks of complex columns.
@@ -185,17 +186,25 @@ void Model::phase_linears(std::initializer_list<Product> ps, const float* x, int
 // a decode step waits at one barrier per group instead of one per matrix.
 // The input is quantized once per group in int8 mode; either way the kernels
 // read rows of K = padded_cols(in_dim), the padding zero.
-void Model::linears(std::initializer_list<Product> ps, const float* x, int n, int in_dim) {
-  if (ps.begin()->l->phase.data) return phase_linears(ps, x, n, in_dim);
-  RunState& s = state_;
-  const int digits = digits_;
-  const size_t K = size_t(ps.begin()->l->w.cols), D = size_t(in_dim);
-  const float* norm = ps.begin()->l->in_norm;
-  // Each linear normalizes the input with its own weights: no sharing.
-  if (norm && ps.size() > 1) {
-    for (const Product& p : ps) linears({p}, x, n, in_dim);
+void Model::linears(std::initializer_list<Product> ps, const float* x, int n, int in_dim, Glu glu) {
+  const Linear& l0 = *ps.begin()->l;
+  const float* norm = l0.in_norm;
+  // Fairy2i's products, and linears that each normalize the input with
+  // their own weights (nothing to share), run one after another, the GLU
+  // after them.
+  if (l0.phase.data || (norm && ps.size() > 1)) {
+    if (l0.phase.data) phase_linears(ps, x, n, in_dim);
+    else for (const Product& p : ps) linears({p}, x, n, in_dim);
+    if (glu) {
+      const Product &g = ps.begin()[0], &u = ps.begin()[1];
+      const size_t H = l0.phase.data ? 2 * size_t(l0.phase.rows) : size_t(l0.w.rows);
+      for (size_t i = 0; i < size_t(n); ++i) glu(g.y + i * H, u.y + i * H, int(H));
+    }
     return;
   }
+  RunState& s = state_;
+  const int digits = digits_;
+  const size_t K = size_t(l0.w.cols), D = size_t(in_dim);
   size_t stride = D;  // of x
   if (norm || K != D) {  // the input as the kernels read it, in state_.xpad
     for (size_t i = 0; i < size_t(n); ++i) {
@@ -217,36 +226,50 @@ void Model::linears(std::initializer_list<Product> ps, const float* x, int n, in
     for (int j = 0; j < d; ++j) std::fill(q + j * K + D, q + (j + 1) * K, int8_t(0));
     nq += d;
   }
-  for_product_rows(
-      *pool_, ps, [](const Product& p) { return p.l->w.rows; },
-      [&](const Product& p, int64_t first, int64_t r0, int64_t r1) {
-        const TernaryMatrix& w = p.l->w;
-        const KernelSet& ks = *p.l->kernels;  // --kernel auto: the set timed fastest on w's shape
-        const int64_t M = w.rows;
-        if (!digits) {
-          ks.gemm_f32(w, x, n, p.y, r0, r1);
-          return;
+  const auto product = [&](const Product& p, int64_t first, int64_t r0, int64_t r1) {
+    const TernaryMatrix& w = p.l->w;
+    const KernelSet& ks = *p.l->kernels;  // --kernel auto: the set timed fastest on w's shape
+    const int64_t M = w.rows;
+    if (!digits) {
+      ks.gemm_f32(w, x, n, p.y, r0, r1);
+      return;
+    }
+    int32_t* sums = s.isum.data() + size_t(nq * first);  // [nq][M] per product, one after another
+    ks.gemm_i8(w, s.xq.data(), nq, sums, r0, r1);
+    const int32_t* t = sums;  // token i's first vector's sums
+    for (int i = 0; i < n; ++i) {
+      const float inv = 1.0f / s.xq_scale[size_t(i)];
+      float* y = p.y + size_t(i) * size_t(M);
+      const int d = s.xq_digits[size_t(i)];
+      if (d == 1) {
+        for (int64_t r = r0; r < r1; ++r) y[r] = float(t[r]) * (w.row_scale[r] * inv);
+      } else {
+        // The digits' sums recombine exactly in int64 (up to 8290687 * K).
+        for (int64_t r = r0; r < r1; ++r) {
+          int64_t v = 0;
+          for (int j = 0; j < d; ++j) v = 255 * v + t[j * M + r];
+          y[r] = float(v) * (w.row_scale[r] * inv);
         }
-        int32_t* sums = s.isum.data() + size_t(nq * first);  // [nq][M] per product, one after another
-        ks.gemm_i8(w, s.xq.data(), nq, sums, r0, r1);
-        const int32_t* t = sums;  // token i's first vector's sums
-        for (int i = 0; i < n; ++i) {
-          const float inv = 1.0f / s.xq_scale[size_t(i)];
-          float* y = p.y + size_t(i) * size_t(M);
-          const int d = s.xq_digits[size_t(i)];
-          if (d == 1) {
-            for (int64_t r = r0; r < r1; ++r) y[r] = float(t[r]) * (w.row_scale[r] * inv);
-          } else {
-            // The digits' sums recombine exactly in int64 (up to 8290687 * K).
-            for (int64_t r = r0; r < r1; ++r) {
-              int64_t v = 0;
-              for (int j = 0; j < d; ++j) v = 255 * v + t[j * M + r];
-              y[r] = float(v) * (w.row_scale[r] * inv);
-            }
-          }
-          t += d * M;
-        }
-      });
+      }
+      t += d * M;
+    }
+  };
+  if (!glu) {
+    for_product_rows(*pool_, ps, [](const Product& p) { return p.l->w.rows; }, product);
+    return;
+  }
+  // The same rows of gate and up, then the GLU on them for every token: its
+  // expf per hidden value runs on every thread, with no region of its own.
+  const Product &g = ps.begin()[0], &u = ps.begin()[1];
+  const int64_t H = g.l->w.rows;
+  pool_->run([&](int) {
+    pool_->for_chunks(H, row_chunk(2 * H, pool_->size()), [&](int64_t r0, int64_t r1) {
+      product(g, 0, r0, r1);
+      product(u, H, r0, r1);
+      for (size_t i = 0; i < size_t(n); ++i)
+        glu(g.y + i * size_t(H) + size_t(r0), u.y + i * size_t(H) + size_t(r0), int(r1 - r0));
+    });
+  });
 }
 
 std::span<const float> Model::forward(std::span<const int32_t> tokens, int pos, bool all_logits) {
@@ -280,7 +303,11 @@ void Model::forward_batch(const int32_t* tokens, int n, int pos, float* logits, 
 
   for (int i = 0; i < n; ++i) w.token_embd.row(tokens[i], s.x.data() + size_t(i) * D);
 
-  const int HD = c.head_dim, NKV = c.n_kv_heads, G = c.n_heads / c.n_kv_heads;
+  const int HD = c.head_dim;
+  for (int i = 0; i < n; ++i)
+    ops::rope_angles(s.rope_cs.data() + size_t(i) * HD, HD, pos + i, c.rope_theta);
+  const auto rope = c.rope == RopeStyle::Pairs ? ops::rope : ops::rope_halves;
+  const int NKV = c.n_kv_heads, G = c.n_heads / c.n_kv_heads;
   const size_t S = size_t(s.max_seq), ek = size_t(dense_row_bytes(s.k_type, 1)),
                ev = size_t(dense_row_bytes(s.v_type, 1));
   const float scale = 1.0f / std::sqrt(float(HD));
@@ -294,16 +321,21 @@ void Model::forward_batch(const int32_t* tokens, int n, int pos, float* logits, 
                    c.norm_eps);
     linears({{&L.wq, s.q.data()}, {&L.wk, s.k.data()}, {&L.wv, s.v.data()}}, s.xb.data(), n, D);
     for (int i = 0; i < n; ++i) {
-      const auto rope = c.rope == RopeStyle::Pairs ? ops::rope : ops::rope_halves;
-      rope(s.q.data() + size_t(i) * QD, c.n_heads, HD, pos + i, c.rope_theta);
-      rope(s.k.data() + size_t(i) * KV, NKV, HD, pos + i, c.rope_theta);
-      const size_t p = size_t(pos + i);
-      for (int g = 0; g < NKV; ++g)
-        for (int d = 0; d < HD; ++d) {
-          const size_t j = size_t(i) * KV + size_t(g) * HD + size_t(d);
-          store(s.k_type, kc + ((size_t(g) * S + p) * HD + size_t(d)) * ek, s.k[j]);
-          store(s.v_type, vc + ((size_t(g) * HD + size_t(d)) * S + p) * ev, s.v[j]);
-        }
+      const float* cs = s.rope_cs.data() + size_t(i) * HD;
+      rope(s.q.data() + size_t(i) * QD, c.n_heads, HD, cs);
+      rope(s.k.data() + size_t(i) * KV, NKV, HD, cs);
+    }
+    // Keys as they come; values transposed, so a dimension's positions of
+    // the whole batch are written together.
+    for (int i = 0; i < n; ++i)
+      for (int j = 0; j < KV; ++j) {
+        const size_t g = size_t(j / HD), d = size_t(j % HD), p = size_t(pos + i);
+        store(s.k_type, kc + ((g * S + p) * HD + d) * ek, s.k[size_t(i) * KV + size_t(j)]);
+      }
+    for (int j = 0; j < KV; ++j) {
+      const size_t g = size_t(j / HD), d = size_t(j % HD);
+      uint8_t* row = vc + ((g * HD + d) * S + size_t(pos)) * ev;
+      for (int i = 0; i < n; ++i) store(s.v_type, row + size_t(i) * ev, s.v[size_t(i) * KV + size_t(j)]);
     }
     // One item per (block of up to query_block tokens, KV head): the
     // block's G query heads per token read the keys and values once, as one
@@ -356,13 +388,13 @@ void Model::forward_batch(const int32_t* tokens, int n, int pos, float* logits, 
     for (int i = 0; i < n; ++i)
       ops::rmsnorm(s.xb.data() + size_t(i) * D, s.x.data() + size_t(i) * D, L.ffn_norm, D,
                    c.norm_eps);
-    linears({{&L.w_gate, s.hb.data()}, {&L.w_up, s.hb2.data()}}, s.xb.data(), n, D);
-    const auto glu = c.ffn_act == FfnAct::SiLU ? ops::swiglu : ops::relu2_glu;
-    for (int i = 0; i < n; ++i) {
-      float* h = s.hb.data() + size_t(i) * H;
-      glu(h, s.hb2.data() + size_t(i) * H, H);
-      if (L.ffn_sub_norm) ops::rmsnorm(h, h, L.ffn_sub_norm, H, c.norm_eps);
-    }
+    linears({{&L.w_gate, s.hb.data()}, {&L.w_up, s.hb2.data()}}, s.xb.data(), n, D,
+            c.ffn_act == FfnAct::SiLU ? ops::swiglu : ops::relu2_glu);
+    if (L.ffn_sub_norm)
+      for (int i = 0; i < n; ++i) {
+        float* h = s.hb.data() + size_t(i) * H;
+        ops::rmsnorm(h, h, L.ffn_sub_norm, H, c.norm_eps);
+      }
     linears({{&L.w_down, s.xb.data()}}, s.hb.data(), n, H);
     for (size_t j = 0; j < size_t(n) * D; ++j) s.x[j] += s.xb[j];
   }

@@ -21,12 +21,19 @@ void rmsnorm(float* out, const float* x, const float* w, int n, float eps) {
   for (int i = 0; i < n; ++i) out[i] = x[i] * inv * w[i];
 }
 
-void rope(float* x, int n_heads, int head_dim, int pos, float theta) {
+void rope_angles(float* cs, int head_dim, int pos, float theta) {
   // Angles in double: at long positions float angle error would dominate.
   for (int i = 0; i < head_dim / 2; ++i) {
     const double freq = std::pow(double(theta), -2.0 * i / head_dim);
     const double a = pos * freq;
-    const float c = float(std::cos(a)), s = float(std::sin(a));
+    cs[2 * i] = float(std::cos(a));
+    cs[2 * i + 1] = float(std::sin(a));
+  }
+}
+
+void rope(float* x, int n_heads, int head_dim, const float* cs) {
+  for (int i = 0; i < head_dim / 2; ++i) {
+    const float c = cs[2 * i], s = cs[2 * i + 1];
     for (int h = 0; h < n_heads; ++h) {
       float* p = x + h * head_dim + 2 * i;
       const float x0 = p[0], x1 = p[1];
@@ -36,12 +43,10 @@ void rope(float* x, int n_heads, int head_dim, int pos, float theta) {
   }
 }
 
-void rope_halves(float* x, int n_heads, int head_dim, int pos, float theta) {
+void rope_halves(float* x, int n_heads, int head_dim, const float* cs) {
   const int half = head_dim / 2;
   for (int i = 0; i < half; ++i) {
-    const double freq = std::pow(double(theta), -2.0 * i / head_dim);
-    const double a = pos * freq;
-    const float c = float(std::cos(a)), s = float(std::sin(a));
+    const float c = cs[2 * i], s = cs[2 * i + 1];
     for (int h = 0; h < n_heads; ++h) {
       float* p = x + h * head_dim + i;
       const float x0 = p[0], x1 = p[half];

@@ -30,25 +30,39 @@ TEST(Ops, RmsNormMatchesNaive) {
   for (int i = 0; i < n; ++i) EXPECT_NEAR(out[i], double(x[i] * r * w[i]), 1e-5 * std::fabs(x[i] * r * w[i]) + 1e-7);
 }
 
-TEST(Ops, RopeRotatesAdjacentPairsLikeComplexMultiplication) {
-  const int heads = 3, hd = 16, pos = 37;
-  const float theta = 10000.0f;
-  auto x = randv(heads * hd, 3);
+// Rotates x's heads with rope_fn and checks each pair (a, b), b = a + gap
+// (1: adjacent pairs, at even a; head_dim/2: halves), against a complex
+// multiplication in double.
+void expect_rope_rotates_pairs(void (*rope_fn)(float*, int, int, const float*), int heads, int hd,
+                               int pos, float theta, bool halves) {
+  auto x = randv(size_t(heads * hd), uint32_t(pos));
   auto y = x;
-  tern::ops::rope(y.data(), heads, hd, pos, theta);
+  std::vector<float> cs(static_cast<size_t>(hd));
+  tern::ops::rope_angles(cs.data(), hd, pos, theta);
+  rope_fn(y.data(), heads, hd, cs.data());
   for (int h = 0; h < heads; ++h)
     for (int i = 0; i < hd / 2; ++i) {
+      const int a = h * hd + (halves ? i : 2 * i), b = a + (halves ? hd / 2 : 1);
       const double ang = pos / std::pow(double(theta), 2.0 * i / hd);
-      const std::complex<double> z(x[h * hd + 2 * i], x[h * hd + 2 * i + 1]);
-      const std::complex<double> r = z * std::polar(1.0, ang);
-      EXPECT_NEAR(y[h * hd + 2 * i], r.real(), 1e-5);
-      EXPECT_NEAR(y[h * hd + 2 * i + 1], r.imag(), 1e-5);
+      const std::complex<double> r = std::complex<double>(x[a], x[b]) * std::polar(1.0, ang);
+      EXPECT_NEAR(y[a], r.real(), 1e-5);
+      EXPECT_NEAR(y[b], r.imag(), 1e-5);
     }
+}
+
+TEST(Ops, RopeRotatesAdjacentPairsLikeComplexMultiplication) {
+  expect_rope_rotates_pairs(tern::ops::rope, 3, 16, 37, 10000.0f, false);
+}
+
+TEST(Ops, RopeHalvesRotatesPairsHalfAHeadApart) {
+  expect_rope_rotates_pairs(tern::ops::rope_halves, 2, 64, 1234, 500000.0f, true);
 }
 
 TEST(Ops, RopeAtPositionZeroIsIdentity) {
   auto x = randv(64, 4), y = x;
-  tern::ops::rope(y.data(), 2, 32, 0, 500000.0f);
+  std::vector<float> cs(32);
+  tern::ops::rope_angles(cs.data(), 32, 0, 500000.0f);
+  tern::ops::rope(y.data(), 2, 32, cs.data());
   EXPECT_EQ(x, y);
 }
 
