@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <complex>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -135,6 +136,34 @@ TEST(Ops, SwiGluMatchesNaive) {
   tern::ops::swiglu(y.data(), u.data(), 100);
   for (int i = 0; i < 100; ++i)
     EXPECT_NEAR(y[i], double(g[i]) / (1 + std::exp(-double(g[i]))) * u[i], 1e-5);
+}
+
+// SwiGLU's own exp: within 4 float ulps of silu in double over every
+// exponent a hidden value can take, and libm's limits at the ends.
+TEST(Ops, SwiGluHoldsFloatPrecisionFromUnderflowToOverflow) {
+  std::vector<float> g;
+  for (float v = -110.0f; v <= 110.0f; v += 0.0137f) g.push_back(v);
+  for (float v : {0.0f, -0.0f, 1e-30f, -1e-30f, 87.33f, -87.33f, 88.72f, -88.72f, 103.9f, -103.9f})
+    g.push_back(v);
+  const std::vector<float> u(g.size(), 1.0f);
+  auto y = g;
+  tern::ops::swiglu(y.data(), u.data(), int(y.size()));
+  for (size_t i = 0; i < g.size(); ++i) {
+    const double want = double(g[i]) / (1 + std::exp(-double(g[i])));
+    // Below -88.72, exp(-g) overflows float and g / (1 + inf) is -0 (as
+    // with libm's expf), while silu itself is still up to 3e-37.
+    const double tol = std::max(4 * std::fabs(want) * 0x1p-24, 4e-37);
+    ASSERT_NEAR(y[i], want, tol) << "g = " << g[i];
+  }
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::nanf("");
+  std::vector<float> edge{inf, -inf, nan, -1000.0f, 1000.0f}, one(edge.size(), 1.0f);
+  tern::ops::swiglu(edge.data(), one.data(), int(edge.size()));
+  EXPECT_EQ(edge[0], inf);
+  EXPECT_TRUE(std::isnan(edge[1]));  // -inf / inf, as with libm
+  EXPECT_TRUE(std::isnan(edge[2]));
+  EXPECT_EQ(edge[3], 0.0f);
+  EXPECT_TRUE(std::signbit(edge[3]));
+  EXPECT_EQ(edge[4], 1000.0f);
 }
 
 }  // namespace
