@@ -18,14 +18,18 @@
 namespace tern {
 namespace {
 
-// One value into the KV cache's element type (F32, F16 or BF16).
-void store(gguf::TensorType type, uint8_t* dst, float v) {
-  if (type == gguf::TensorType::F32) {
-    std::memcpy(dst, &v, sizeof v);
-    return;
-  }
-  const uint16_t h = type == gguf::TensorType::F16 ? f32_to_fp16(v) : f32_to_bf16_rne(v);
-  std::memcpy(dst, &h, sizeof h);
+// n values src[i * src_step] into the KV cache's element type (F32, F16 or
+// BF16) at dst + i * dst_step bytes, the type tested once per run.
+void store(gguf::TensorType type, uint8_t* dst, size_t dst_step, const float* src, size_t src_step, int n) {
+  const auto each = [&](auto convert) {
+    for (size_t i = 0; i < size_t(n); ++i) {
+      const auto v = convert(src[i * src_step]);
+      std::memcpy(dst + i * dst_step, &v, sizeof v);
+    }
+  };
+  if (type == gguf::TensorType::F32) each([](float v) { return v; });
+  else if (type == gguf::TensorType::F16) each([](float v) { return f32_to_fp16(v); });
+  else each([](float v) { return f32_to_bf16_rne(v); });
 }
 
 // Rows per claimed chunk: about 16 chunks per thread, so a thread slowed by
@@ -328,15 +332,11 @@ void Model::forward_batch(const int32_t* tokens, int n, int pos, float* logits, 
     // Keys as they come; values transposed, so a dimension's positions of
     // the whole batch are written together.
     for (int i = 0; i < n; ++i)
-      for (int j = 0; j < KV; ++j) {
-        const size_t g = size_t(j / HD), d = size_t(j % HD), p = size_t(pos + i);
-        store(s.k_type, kc + ((g * S + p) * HD + d) * ek, s.k[size_t(i) * KV + size_t(j)]);
-      }
-    for (int j = 0; j < KV; ++j) {
-      const size_t g = size_t(j / HD), d = size_t(j % HD);
-      uint8_t* row = vc + ((g * HD + d) * S + size_t(pos)) * ev;
-      for (int i = 0; i < n; ++i) store(s.v_type, row + size_t(i) * ev, s.v[size_t(i) * KV + size_t(j)]);
-    }
+      for (int g = 0; g < NKV; ++g)
+        store(s.k_type, kc + (size_t(g) * S + size_t(pos + i)) * HD * ek, ek,
+              s.k.data() + size_t(i) * KV + size_t(g) * HD, 1, HD);
+    for (int j = 0; j < KV; ++j)  // j = g * HD + d: row (g, d) of the value cache
+      store(s.v_type, vc + (size_t(j) * S + size_t(pos)) * ev, ev, s.v.data() + j, size_t(KV), n);
     // One item per (block of up to query_block tokens, KV head): the
     // block's G query heads per token read the keys and values once, as one
     // batch of vectors, over the positions its last token sees. Each token's

@@ -7,6 +7,36 @@
 
 namespace tern::ops {
 
+namespace {
+
+// exp(x) in straight-line float code that GCC vectorizes on the baseline
+// x86-64 (SSE2): libm's expf is a call per value, and SwiGLU makes one per
+// hidden value (11% of a prompt). Cephes' expf:
+// x = n ln2 + r with |r| <= ln2/2 (ln2 in two parts, the first exact times
+// any n here), a degree-7 polynomial for e^r, about 2 ulp (the tests hold
+// it to that against double exp). 2^n is applied as two factors so that
+// exp overflows to inf above 88.72 and reaches 0 through the subnormals
+// below -87.3 as libm's does (exp(-inf) = 0); NaN stays NaN. No FMA here,
+// so every machine and kernel set gets the same bits.
+inline float exp_poly(float x) {
+  x = x < -104.0f ? -104.0f : x;  // NaN fails both tests and passes
+  x = x > 89.0f ? 89.0f : x;
+  const float round = 12582912.0f;             // 1.5 * 2^23: adding it rounds to an integer
+  const float n = (x * 1.44269504088896341f + round) - round;
+  const float r = (x - n * 0.693359375f) - n * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * (r * r) + r + 1.0f;
+  const int32_t k = int32_t(n), k1 = k / 2, k2 = k - k1;  // each within [-75, 64]
+  return p * std::bit_cast<float>((k1 + 127) << 23) * std::bit_cast<float>((k2 + 127) << 23);
+}
+
+}  // namespace
+
 void rmsnorm(float* out, const float* x, const float* w, int n, float eps) {
   // Four double lanes: one chain of dependent adds cost about 4 cycles a
   // value (6% of a prompt). Each square is exact in double, so the lanes
@@ -57,6 +87,9 @@ void rope_halves(float* x, int n_heads, int head_dim, const float* cs) {
 }
 
 void softmax(float* x, int n) {
+  // libm's exp here: the scores are few next to SwiGLU's values (2% of a
+  // prompt), and exp_poly's extra ulp moved the bundled model's perplexity
+  // by 0.005%.
   const float mx = *std::max_element(x, x + n);
   double sum = 0;
   for (int i = 0; i < n; ++i) {
@@ -87,36 +120,6 @@ void attention(float* out, const float* q, const float* keys, const float* value
     }
   }
 }
-
-namespace {
-
-// exp(x) in straight-line float code that GCC vectorizes on the baseline
-// x86-64 (SSE2): libm's expf is a call per value, and SwiGLU makes one per
-// hidden value (11% of a prompt). Cephes' expf: x = n ln2 + r with |r| <=
-// ln2/2 (ln2 in two parts, the first exact times any n here), a degree-7
-// polynomial for e^r, relative error within 2e-7 (about 2 ulp; the test
-// holds it to that against double exp). 2^n is applied as two factors so
-// that exp overflows to inf above 88.72 and reaches 0 through the
-// subnormals below -87.3 as libm's does; NaN stays NaN. No FMA here, so
-// every machine and kernel set gets the same bits.
-inline float exp_poly(float x) {
-  x = x < -104.0f ? -104.0f : x;  // NaN fails both tests and passes
-  x = x > 89.0f ? 89.0f : x;
-  const float round = 12582912.0f;             // 1.5 * 2^23: adding it rounds to an integer
-  const float n = (x * 1.44269504088896341f + round) - round;
-  const float r = (x - n * 0.693359375f) - n * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * (r * r) + r + 1.0f;
-  const int32_t k = int32_t(n), k1 = k / 2, k2 = k - k1;  // each within [-75, 64]
-  return p * std::bit_cast<float>((k1 + 127) << 23) * std::bit_cast<float>((k2 + 127) << 23);
-}
-
-}  // namespace
 
 void swiglu(float* gate, const float* up, int n) {
   for (int i = 0; i < n; ++i) {

@@ -2,6 +2,7 @@
 // (double precision, complex numbers, explicit KV-head repetition).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <complex>
 #include <limits>
@@ -74,6 +75,23 @@ TEST(Ops, SoftmaxMatchesNaiveAndSurvivesLargeValues) {
   double z = 0;
   for (float v : x) z += std::exp(double(v) - 1000.0);
   for (size_t i = 0; i < x.size(); ++i) EXPECT_NEAR(y[i], std::exp(double(x[i]) - 1000.0) / z, 1e-7);
+}
+
+TEST(Ops, SoftmaxHoldsFloatPrecisionOverLongRowsAndZeroesMinusInfinity) {
+  auto x = randv(1000, 13, 8.0f);
+  x[7] = -std::numeric_limits<float>::infinity();
+  auto y = x;
+  tern::ops::softmax(y.data(), int(y.size()));
+  // The float difference x - max is the argument (its rounding is the
+  // same for any exp); from there on, a few ulps.
+  const float mx = *std::max_element(x.begin(), x.end());
+  double z = 0;
+  for (float v : x) z += std::exp(double(v - mx));
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double want = std::exp(double(x[i] - mx)) / z;
+    ASSERT_NEAR(y[i], want, 6 * want * 0x1p-24 + 1e-44) << i;
+  }
+  EXPECT_EQ(y[7], 0.0f);
 }
 
 TEST(Ops, GroupedQueryAttentionMatchesNaive) {
