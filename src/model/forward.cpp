@@ -63,6 +63,25 @@ void for_product_rows(ThreadPool& pool, const Products& ps, Rows rows, Fn fn) {
   });
 }
 
+// fn(i) for each item i < items (by default the n tokens of a batch): over
+// the pool for a prompt's batch, whose per-token norms, quantization and
+// RoPE cost a tenth of a prompt on one thread while the other waits; on
+// the caller for a few tokens, where a region would cost more than the work.
+constexpr int kTokensForRegion = 16;
+template <class F>
+void per_token(ThreadPool& pool, int n, F fn, int items = -1) {
+  if (items < 0) items = n;
+  if (n < kTokensForRegion || pool.size() == 1) {
+    for (int i = 0; i < items; ++i) fn(i);
+    return;
+  }
+  pool.run([&](int) {
+    pool.for_chunks(items, 2, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) fn(int(i));
+    });
+  });
+}
+
 // Tokens whose attention runs as one batch per KV head: enough for the dense
 // kernels' tiles of several vectors, few enough that a thread's scores stay
 // within 16 MiB at long contexts.
@@ -209,26 +228,39 @@ void Model::linears(std::initializer_list<Product> ps, const float* x, int n, in
   RunState& s = state_;
   const int digits = digits_;
   const size_t K = size_t(l0.w.cols), D = size_t(in_dim);
-  size_t stride = D;  // of x
-  if (norm || K != D) {  // the input as the kernels read it, in state_.xpad
-    for (size_t i = 0; i < size_t(n); ++i) {
-      float* row = s.xpad.data() + i * K;
-      if (norm) ops::rmsnorm(row, x + i * D, norm, in_dim, config_.linear_norm_eps);
-      else std::copy(x + i * D, x + (i + 1) * D, row);
-      std::fill(row + D, row + K, 0.0f);
-    }
-    x = s.xpad.data();
-    stride = K;
-  }
+  // The input as the kernels read it: in state_.xpad when normalized or
+  // padded to whole blocks.
+  const bool pad = norm || K != D;
+  const float* in = x;
+  const auto pad_row = [&](size_t i) {
+    float* row = s.xpad.data() + i * K;
+    if (norm) ops::rmsnorm(row, in + i * D, norm, in_dim, config_.linear_norm_eps);
+    else std::copy(in + i * D, in + (i + 1) * D, row);
+    std::fill(row + D, row + K, 0.0f);
+  };
+  const size_t stride = pad ? K : D;  // of x
+  if (pad) x = s.xpad.data();
   // Token i's int8 vectors, one after another in xq: its int8 input, or
   // its int16 input's digits, most significant first (24 bits, 3 digits,
   // when 16 would be off by more than kWideRelError).
-  int64_t nq = 0;  // int8 vectors in the product
-  for (size_t i = 0; i < size_t(n) && digits; ++i) {
-    int8_t* q = s.xq.data() + size_t(nq) * K;
+  const auto quantize_row = [&](size_t i, int64_t at) {  // at: token i's first vector
+    int8_t* q = s.xq.data() + size_t(at) * K;
     const int d = quantize_input(i, x + i * stride, in_dim, q, int64_t(K));
     for (int j = 0; j < d; ++j) std::fill(q + j * K + D, q + (j + 1) * K, int8_t(0));
-    nq += d;
+    return d;
+  };
+  int64_t nq = 0;  // int8 vectors in the product
+  if (digits <= 1) {  // one vector or none per token: tokens independent
+    per_token(*pool_, n, [&](int i) {
+      if (pad) pad_row(size_t(i));
+      if (digits) quantize_row(size_t(i), i);
+    });
+    nq = digits ? n : 0;
+  } else {  // a token's vectors start after the previous token's
+    for (size_t i = 0; i < size_t(n); ++i) {
+      if (pad) pad_row(i);
+      nq += quantize_row(i, nq);
+    }
   }
   const auto product = [&](const Product& p, int64_t first, int64_t r0, int64_t r1) {
     const TernaryMatrix& w = p.l->w;
@@ -320,23 +352,26 @@ void Model::forward_batch(const int32_t* tokens, int n, int pos, float* logits, 
     uint8_t* kc = s.key_cache.data() + size_t(l) * NKV * S * HD * ek;    // [NKV][S][HD]
     uint8_t* vc = s.value_cache.data() + size_t(l) * NKV * HD * S * ev;  // [NKV][HD][S]
 
-    for (int i = 0; i < n; ++i)
-      ops::rmsnorm(s.xb.data() + size_t(i) * D, s.x.data() + size_t(i) * D, L.attn_norm, D,
-                   c.norm_eps);
+    per_token(*pool_, n, [&](int i) {
+      ops::rmsnorm(s.xb.data() + size_t(i) * D, s.x.data() + size_t(i) * D, L.attn_norm, D, c.norm_eps);
+    });
     linears({{&L.wq, s.q.data()}, {&L.wk, s.k.data()}, {&L.wv, s.v.data()}}, s.xb.data(), n, D);
-    for (int i = 0; i < n; ++i) {
-      const float* cs = s.rope_cs.data() + size_t(i) * HD;
-      rope(s.q.data() + size_t(i) * QD, c.n_heads, HD, cs);
-      rope(s.k.data() + size_t(i) * KV, NKV, HD, cs);
-    }
-    // Keys as they come; values transposed, so a dimension's positions of
-    // the whole batch are written together.
-    for (int i = 0; i < n; ++i)
-      for (int g = 0; g < NKV; ++g)
-        store(s.k_type, kc + (size_t(g) * S + size_t(pos + i)) * HD * ek, ek,
-              s.k.data() + size_t(i) * KV + size_t(g) * HD, 1, HD);
-    for (int j = 0; j < KV; ++j)  // j = g * HD + d: row (g, d) of the value cache
+    // Items [0, n): token i's RoPE and keys. Items [n, n + KV): row j - n
+    // (= g * HD + d) of the value cache, transposed, so each row's new
+    // positions are written by one thread, together.
+    per_token(*pool_, n, [&](int i) {
+      if (i < n) {
+        const float* cs = s.rope_cs.data() + size_t(i) * HD;
+        rope(s.q.data() + size_t(i) * QD, c.n_heads, HD, cs);
+        rope(s.k.data() + size_t(i) * KV, NKV, HD, cs);
+        for (int g = 0; g < NKV; ++g)
+          store(s.k_type, kc + (size_t(g) * S + size_t(pos + i)) * HD * ek, ek,
+                s.k.data() + size_t(i) * KV + size_t(g) * HD, 1, HD);
+        return;
+      }
+      const int j = i - n;
       store(s.v_type, vc + (size_t(j) * S + size_t(pos)) * ev, ev, s.v.data() + j, size_t(KV), n);
+    }, n + KV);
     // One item per (block of up to query_block tokens, KV head): the
     // block's G query heads per token read the keys and values once, as one
     // batch of vectors, over the positions its last token sees. Each token's
@@ -379,24 +414,30 @@ void Model::forward_batch(const int32_t* tokens, int n, int pos, float* logits, 
       });
     });
     if (L.attn_sub_norm)
-      for (int i = 0; i < n; ++i)
-        ops::rmsnorm(s.xb2.data() + size_t(i) * QD, s.xb2.data() + size_t(i) * QD,
-                     L.attn_sub_norm, QD, c.norm_eps);
+      per_token(*pool_, n, [&](int i) {
+        float* a = s.xb2.data() + size_t(i) * QD;
+        ops::rmsnorm(a, a, L.attn_sub_norm, QD, c.norm_eps);
+      });
     linears({{&L.wo, s.xb.data()}}, s.xb2.data(), n, QD);
-    for (size_t j = 0; j < size_t(n) * D; ++j) s.x[j] += s.xb[j];
-
-    for (int i = 0; i < n; ++i)
-      ops::rmsnorm(s.xb.data() + size_t(i) * D, s.x.data() + size_t(i) * D, L.ffn_norm, D,
-                   c.norm_eps);
+    per_token(*pool_, n, [&](int i) {  // the residual, then the FFN's input
+      float* r = s.x.data() + size_t(i) * D;
+      const float* o = s.xb.data() + size_t(i) * D;
+      for (int j = 0; j < D; ++j) r[j] += o[j];
+      ops::rmsnorm(s.xb.data() + size_t(i) * D, r, L.ffn_norm, D, c.norm_eps);
+    });
     linears({{&L.w_gate, s.hb.data()}, {&L.w_up, s.hb2.data()}}, s.xb.data(), n, D,
             c.ffn_act == FfnAct::SiLU ? ops::swiglu : ops::relu2_glu);
     if (L.ffn_sub_norm)
-      for (int i = 0; i < n; ++i) {
+      per_token(*pool_, n, [&](int i) {
         float* h = s.hb.data() + size_t(i) * H;
         ops::rmsnorm(h, h, L.ffn_sub_norm, H, c.norm_eps);
-      }
+      });
     linears({{&L.w_down, s.xb.data()}}, s.hb.data(), n, H);
-    for (size_t j = 0; j < size_t(n) * D; ++j) s.x[j] += s.xb[j];
+    per_token(*pool_, n, [&](int i) {
+      float* r = s.x.data() + size_t(i) * D;
+      const float* o = s.xb.data() + size_t(i) * D;
+      for (int j = 0; j < D; ++j) r[j] += o[j];
+    });
   }
 
   if (!logits) return;
