@@ -4,6 +4,7 @@
 // exact per-row scales are copied out.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <cstdlib>
 #include <initializer_list>
 #include <memory>
@@ -298,7 +299,11 @@ class Model {
   // glu: ps is {gate, up} of equal rows, and the result is glu(gate, up) in
   // gate's y, applied to each chunk of rows inside the products' region.
   using Glu = void (*)(float* gate, const float* up, int n);
-  void linears(std::initializer_list<Product> ps, const float* x, int n, int in_dim, Glu glu = nullptr);
+  // prepare(i), if set, first writes token i's row of x (its norm), in the
+  // same region as the input's quantization.
+  using Prepare = std::function<void(int i)>;
+  void linears(std::initializer_list<Product> ps, const float* x, int n, int in_dim, Glu glu = nullptr,
+               const Prepare& prepare = {});
   void phase_linears(std::initializer_list<Product> ps, const float* x, int n, int in_dim);
   // Token i's linear input in[len] as int8 vectors q + j * stride: its
   // int8 input, or its int16 input's digits, most significant first.

@@ -209,13 +209,15 @@ void Model::phase_linears(std::initializer_list<Product> ps, const float* x, int
 // a decode step waits at one barrier per group instead of one per matrix.
 // The input is quantized once per group in int8 mode; either way the kernels
 // read rows of K = padded_cols(in_dim), the padding zero.
-void Model::linears(std::initializer_list<Product> ps, const float* x, int n, int in_dim, Glu glu) {
+void Model::linears(std::initializer_list<Product> ps, const float* x, int n, int in_dim, Glu glu,
+                    const Prepare& prepare) {
   const Linear& l0 = *ps.begin()->l;
   const float* norm = l0.in_norm;
   // Fairy2i's products, and linears that each normalize the input with
   // their own weights (nothing to share), run one after another, the GLU
   // after them.
   if (l0.phase.data || (norm && ps.size() > 1)) {
+    if (prepare) per_token(*pool_, n, prepare);
     if (l0.phase.data) phase_linears(ps, x, n, in_dim);
     else for (const Product& p : ps) linears({p}, x, n, in_dim);
     if (glu) {
@@ -252,11 +254,13 @@ void Model::linears(std::initializer_list<Product> ps, const float* x, int n, in
   int64_t nq = 0;  // int8 vectors in the product
   if (digits <= 1) {  // one vector or none per token: tokens independent
     per_token(*pool_, n, [&](int i) {
+      if (prepare) prepare(i);
       if (pad) pad_row(size_t(i));
       if (digits) quantize_row(size_t(i), i);
     });
     nq = digits ? n : 0;
   } else {  // a token's vectors start after the previous token's
+    if (prepare) per_token(*pool_, n, prepare);
     for (size_t i = 0; i < size_t(n); ++i) {
       if (pad) pad_row(i);
       nq += quantize_row(i, nq);
@@ -352,10 +356,11 @@ void Model::forward_batch(const int32_t* tokens, int n, int pos, float* logits, 
     uint8_t* kc = s.key_cache.data() + size_t(l) * NKV * S * HD * ek;    // [NKV][S][HD]
     uint8_t* vc = s.value_cache.data() + size_t(l) * NKV * HD * S * ev;  // [NKV][HD][S]
 
-    per_token(*pool_, n, [&](int i) {
-      ops::rmsnorm(s.xb.data() + size_t(i) * D, s.x.data() + size_t(i) * D, L.attn_norm, D, c.norm_eps);
-    });
-    linears({{&L.wq, s.q.data()}, {&L.wk, s.k.data()}, {&L.wv, s.v.data()}}, s.xb.data(), n, D);
+    linears({{&L.wq, s.q.data()}, {&L.wk, s.k.data()}, {&L.wv, s.v.data()}}, s.xb.data(), n, D, nullptr,
+            [&](int i) {
+              ops::rmsnorm(s.xb.data() + size_t(i) * D, s.x.data() + size_t(i) * D, L.attn_norm, D,
+                           c.norm_eps);
+            });
     // Items [0, n): token i's RoPE and keys. Items [n, n + KV): row j - n
     // (= g * HD + d) of the value cache, transposed, so each row's new
     // positions are written by one thread, together.
@@ -413,26 +418,22 @@ void Model::forward_batch(const int32_t* tokens, int n, int pos, float* logits, 
                       s.xb2.data() + size_t(i0 + i) * QD + size_t(g) * G * HD);
       });
     });
-    if (L.attn_sub_norm)
-      per_token(*pool_, n, [&](int i) {
-        float* a = s.xb2.data() + size_t(i) * QD;
-        ops::rmsnorm(a, a, L.attn_sub_norm, QD, c.norm_eps);
-      });
-    linears({{&L.wo, s.xb.data()}}, s.xb2.data(), n, QD);
-    per_token(*pool_, n, [&](int i) {  // the residual, then the FFN's input
-      float* r = s.x.data() + size_t(i) * D;
-      const float* o = s.xb.data() + size_t(i) * D;
-      for (int j = 0; j < D; ++j) r[j] += o[j];
-      ops::rmsnorm(s.xb.data() + size_t(i) * D, r, L.ffn_norm, D, c.norm_eps);
+    linears({{&L.wo, s.xb.data()}}, s.xb2.data(), n, QD, nullptr, [&](int i) {
+      float* a = s.xb2.data() + size_t(i) * QD;
+      if (L.attn_sub_norm) ops::rmsnorm(a, a, L.attn_sub_norm, QD, c.norm_eps);
     });
     linears({{&L.w_gate, s.hb.data()}, {&L.w_up, s.hb2.data()}}, s.xb.data(), n, D,
-            c.ffn_act == FfnAct::SiLU ? ops::swiglu : ops::relu2_glu);
-    if (L.ffn_sub_norm)
-      per_token(*pool_, n, [&](int i) {
-        float* h = s.hb.data() + size_t(i) * H;
-        ops::rmsnorm(h, h, L.ffn_sub_norm, H, c.norm_eps);
-      });
-    linears({{&L.w_down, s.xb.data()}}, s.hb.data(), n, H);
+            c.ffn_act == FfnAct::SiLU ? ops::swiglu : ops::relu2_glu, [&](int i) {
+              // the attention's residual, then the FFN's input
+              float* r = s.x.data() + size_t(i) * D;
+              float* o = s.xb.data() + size_t(i) * D;
+              for (int j = 0; j < D; ++j) r[j] += o[j];
+              ops::rmsnorm(o, r, L.ffn_norm, D, c.norm_eps);
+            });
+    linears({{&L.w_down, s.xb.data()}}, s.hb.data(), n, H, nullptr, [&](int i) {
+      float* h = s.hb.data() + size_t(i) * H;
+      if (L.ffn_sub_norm) ops::rmsnorm(h, h, L.ffn_sub_norm, H, c.norm_eps);
+    });
     per_token(*pool_, n, [&](int i) {
       float* r = s.x.data() + size_t(i) * D;
       const float* o = s.xb.data() + size_t(i) * D;
