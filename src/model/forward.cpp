@@ -361,9 +361,11 @@ void Model::forward_batch(const int32_t* tokens, int n, int pos, float* logits, 
               ops::rmsnorm(s.xb.data() + size_t(i) * D, s.x.data() + size_t(i) * D, L.attn_norm, D,
                            c.norm_eps);
             });
-    // Items [0, n): token i's RoPE and keys. Items [n, n + KV): row j - n
-    // (= g * HD + d) of the value cache, transposed, so each row's new
-    // positions are written by one thread, together.
+    // Items [0, n): token i's RoPE and keys. Items past n: 16 rows (j =
+    // g * HD + d) of the value cache, transposed, so each row's new
+    // positions are written by one thread, together, and the 16 columns of
+    // the batch's values they read share cache lines.
+    constexpr int kVRows = 16;
     per_token(*pool_, n, [&](int i) {
       if (i < n) {
         const float* cs = s.rope_cs.data() + size_t(i) * HD;
@@ -374,9 +376,9 @@ void Model::forward_batch(const int32_t* tokens, int n, int pos, float* logits, 
                 s.k.data() + size_t(i) * KV + size_t(g) * HD, 1, HD);
         return;
       }
-      const int j = i - n;
-      store(s.v_type, vc + (size_t(j) * S + size_t(pos)) * ev, ev, s.v.data() + j, size_t(KV), n);
-    }, n + KV);
+      for (int j = (i - n) * kVRows; j < std::min(KV, (i - n + 1) * kVRows); ++j)
+        store(s.v_type, vc + (size_t(j) * S + size_t(pos)) * ev, ev, s.v.data() + j, size_t(KV), n);
+    }, n + (KV + kVRows - 1) / kVRows);
     // One item per (block of up to query_block tokens, KV head): the
     // block's G query heads per token read the keys and values once, as one
     // batch of vectors, over the positions its last token sees. Each token's
