@@ -16,8 +16,8 @@ namespace {
 // any n here), a degree-7 polynomial for e^r, about 2 ulp (the tests hold
 // it to that against double exp). 2^n is applied as two factors so that
 // exp overflows to inf above 88.72 and reaches 0 through the subnormals
-// below -87.3 as libm's does (exp(-inf) = 0); NaN stays NaN. No FMA here,
-// so every machine and kernel set gets the same bits.
+// below -87.3 as libm's does (exp(-inf) = 0); NaN stays NaN. No FMA at the
+// x86-64 baseline, so every kernel set and x86-64 machine gets the same bits.
 inline float exp_poly(float x) {
   x = x < -104.0f ? -104.0f : x;  // NaN fails both tests and passes
   x = x > 89.0f ? 89.0f : x;
