@@ -31,7 +31,9 @@ inline float exp_poly(float x) {
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
   p = p * (r * r) + r + 1.0f;
-  const int32_t k = int32_t(n), k1 = k / 2, k2 = k - k1;  // each within [-75, 64]
+  // NaN would make the conversion undefined (UBSan's float-cast-overflow);
+  // p is NaN then anyway.
+  const int32_t k = int32_t(n == n ? n : 0.0f), k1 = k / 2, k2 = k - k1;  // each within [-75, 64]
   return p * std::bit_cast<float>((k1 + 127) << 23) * std::bit_cast<float>((k2 + 127) << 23);
 }
 
