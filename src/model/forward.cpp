@@ -351,6 +351,12 @@ void Model::forward_batch(const int32_t* tokens, int n, int pos, float* logits, 
   const size_t S = size_t(s.max_seq), ek = size_t(dense_row_bytes(s.k_type, 1)),
                ev = size_t(dense_row_bytes(s.v_type, 1));
   const float scale = 1.0f / std::sqrt(float(HD));
+  // Token i's sublayer output (o or down, in xb) into the residual stream x.
+  const auto add_residual = [&](int i) {
+    float* r = s.x.data() + size_t(i) * D;
+    const float* o = s.xb.data() + size_t(i) * D;
+    for (int j = 0; j < D; ++j) r[j] += o[j];
+  };
   for (int l = 0; l < c.n_layers; ++l) {
     const LayerWeights& L = w.layers[size_t(l)];
     uint8_t* kc = s.key_cache.data() + size_t(l) * NKV * S * HD * ek;    // [NKV][S][HD]
@@ -426,21 +432,15 @@ void Model::forward_batch(const int32_t* tokens, int n, int pos, float* logits, 
     });
     linears({{&L.w_gate, s.hb.data()}, {&L.w_up, s.hb2.data()}}, s.xb.data(), n, D,
             c.ffn_act == FfnAct::SiLU ? ops::swiglu : ops::relu2_glu, [&](int i) {
-              // the attention's residual, then the FFN's input
-              float* r = s.x.data() + size_t(i) * D;
-              float* o = s.xb.data() + size_t(i) * D;
-              for (int j = 0; j < D; ++j) r[j] += o[j];
-              ops::rmsnorm(o, r, L.ffn_norm, D, c.norm_eps);
+              add_residual(i);  // the attention's, then the FFN's input
+              ops::rmsnorm(s.xb.data() + size_t(i) * D, s.x.data() + size_t(i) * D, L.ffn_norm, D,
+                           c.norm_eps);
             });
     linears({{&L.w_down, s.xb.data()}}, s.hb.data(), n, H, nullptr, [&](int i) {
       float* h = s.hb.data() + size_t(i) * H;
       if (L.ffn_sub_norm) ops::rmsnorm(h, h, L.ffn_sub_norm, H, c.norm_eps);
     });
-    per_token(*pool_, n, [&](int i) {
-      float* r = s.x.data() + size_t(i) * D;
-      const float* o = s.xb.data() + size_t(i) * D;
-      for (int j = 0; j < D; ++j) r[j] += o[j];
-    });
+    per_token(*pool_, n, add_residual);
   }
 
   if (!logits) return;
