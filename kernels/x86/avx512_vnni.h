@@ -65,10 +65,13 @@ constexpr int kMaxRows = 4;  // rows per group: shares each activation load 4 wa
 constexpr int kChunkVecs = 4;
 constexpr int kBase3Vecs = 2;
 constexpr int kMaxVecs = std::max(kChunkVecs, kBase3Vecs);
-// Bytes ahead of the current load that the loop asks for: about 30 loop
-// steps of one group, enough to cover DRAM latency on one core (1-4 KiB
-// measured within 3% of each other; none 1.25x worse).
-constexpr int64_t kPrefetch = 2048;
+// Bytes ahead of the current load that the loop asks for. A group's four
+// rows are one stream, so this is all a thread has in flight: bandwidth
+// times latency wants about 3-4 KiB on a Xeon core reading 14-19 GB/s.
+// On that Xeon (DRAM-cold, tern_bench_kernels, S and L shapes) 1 KiB gave
+// 0.63-0.77 of the roof, 2 KiB 0.70-0.85, 4 KiB 0.83-0.95, 8 KiB
+// 0.80-0.95 (more reads past the end of small matrices).
+constexpr int64_t kPrefetch = 4096;
 // Chunks (256 columns) per int32 segment in code_segment: the scaled
 // accumulator gathers 2 * 4 * (4 * 2) * 128 per chunk and lane in
 // magnitude, < 2^31 over 8192 chunks.
@@ -77,13 +80,14 @@ constexpr int64_t kChunkSegment = 8192;
 // 128 * 20 per group and lane, < 2^31 over 1024 groups.
 constexpr int64_t kGroupSegment = 1024;
 
-// The 4 lines of the group stream kPrefetch bytes ahead of `at`.
+// The 4 lines of the group stream kPrefetch bytes ahead of `at`
+// (__builtin_prefetch for the reason prefetch.h gives).
 inline void prefetch_ahead(const uint8_t* at) {
   for (int l = 0; l < 4; ++l)
-    _mm_prefetch(reinterpret_cast<const char*>(at + kPrefetch + 64 * l), _MM_HINT_T0);
+    __builtin_prefetch(at + kPrefetch + 64 * l, 0, 3);
 }
 
-// sums[r * V + i] += code sum of row r against vector i over chunks
+// out[r][i] = lane sums (16 int32) of row r against vector i over chunks
 // [c0, c1), for R rows whose 64-byte units lie `stride` bytes apart
 // (code_layout.h). With one vector (decode) codes 1 and 3 stay times 4 in a
 // second accumulator per row (kScaled); with more (prompt batches) every
@@ -91,8 +95,9 @@ inline void prefetch_ahead(const uint8_t* at) {
 // 4 vectors fit the registers and each chunk serves all of them (more
 // accumulators per pair at 2 rows per call made prompts 1.4x slower).
 template <int R, int V>
-void code_segment(const uint8_t* const* rows, int64_t stride, const int8_t* const* q, int64_t c0,
-                  int64_t c1, int64_t* sums) {
+inline __attribute__((always_inline)) void code_lanes(const uint8_t* const* rows, int64_t stride,
+                                                      const int8_t* const* q, int64_t c0, int64_t c1,
+                                                      __m512i (&out)[R][V]) {
   constexpr bool kScaled = V == 1;
   constexpr int A = kScaled ? 2 : 1;
   __m512i acc[R][V][A];
@@ -121,10 +126,19 @@ void code_segment(const uint8_t* const* rows, int64_t stride, const int8_t* cons
   }
   for (int r = 0; r < R; ++r)
     for (int i = 0; i < V; ++i) {
-      __m512i s = acc[r][i][0];
-      if constexpr (kScaled) s = _mm512_add_epi32(s, _mm512_srai_epi32(acc[r][i][1], 2));
-      sums[r * V + i] += _mm512_reduce_add_epi32(s);
+      out[r][i] = acc[r][i][0];
+      if constexpr (kScaled) out[r][i] = _mm512_add_epi32(out[r][i], _mm512_srai_epi32(acc[r][i][1], 2));
     }
+}
+
+// sums[r * V + i] += code sum of row r against vector i over chunks [c0, c1).
+template <int R, int V>
+void code_segment(const uint8_t* const* rows, int64_t stride, const int8_t* const* q, int64_t c0,
+                  int64_t c1, int64_t* sums) {
+  __m512i s[R][V];
+  code_lanes<R, V>(rows, stride, q, c0, c1, s);
+  for (int r = 0; r < R; ++r)
+    for (int i = 0; i < V; ++i) sums[r * V + i] += _mm512_reduce_add_epi32(s[r][i]);
 }
 
 template <int R, int V>
@@ -144,11 +158,12 @@ inline void base3_group(const uint8_t* const* rows, int64_t stride, const int8_t
   }
 }
 
-// The same as code_segment for CodeLayout::Base3x64 groups [g0, g1) of a
+// The same as code_lanes for CodeLayout::Base3x64 groups [g0, g1) of a
 // row of K columns (the last group of a row may hold fewer than 5 planes).
 template <int R, int V>
-void base3_segment(const uint8_t* const* rows, int64_t stride, const int8_t* const* q, int64_t g0,
-                   int64_t g1, int64_t K, int64_t* sums) {
+inline __attribute__((always_inline)) void base3_lanes(const uint8_t* const* rows, int64_t stride,
+                                                       const int8_t* const* q, int64_t g0, int64_t g1,
+                                                       int64_t K, __m512i (&out)[R][V]) {
   __m512i a[R][V], b[R][V];
   for (int r = 0; r < R; ++r)
     for (int i = 0; i < V; ++i) a[r][i] = b[r][i] = _mm512_setzero_si512();
@@ -158,8 +173,49 @@ void base3_segment(const uint8_t* const* rows, int64_t stride, const int8_t* con
   for (int r = 0; r < R; ++r)
     for (int i = 0; i < V; ++i) {
       const __m512i three_a = _mm512_add_epi32(_mm512_add_epi32(a[r][i], a[r][i]), a[r][i]);
-      sums[r * V + i] += _mm512_reduce_add_epi32(_mm512_srai_epi32(_mm512_sub_epi32(three_a, b[r][i]), 8));
+      out[r][i] = _mm512_srai_epi32(_mm512_sub_epi32(three_a, b[r][i]), 8);
     }
+}
+
+template <int R, int V>
+void base3_segment(const uint8_t* const* rows, int64_t stride, const int8_t* const* q, int64_t g0,
+                   int64_t g1, int64_t K, int64_t* sums) {
+  __m512i s[R][V];
+  base3_lanes<R, V>(rows, stride, q, g0, g1, K, s);
+  for (int r = 0; r < R; ++r)
+    for (int i = 0; i < V; ++i) sums[r * V + i] += _mm512_reduce_add_epi32(s[r][i]);
+}
+
+// The lane sums of 4 rows as 4 int32: one transpose-and-add tree in place
+// of four horizontal reductions. int32 adds wrap, so the result is exact
+// whenever the true sums fit, as the callers' sums do.
+inline __m128i reduce4(const __m512i (&s)[4][1]) {
+  const __m512i t01 = _mm512_add_epi32(_mm512_unpacklo_epi32(s[0][0], s[1][0]),
+                                       _mm512_unpackhi_epi32(s[0][0], s[1][0]));
+  const __m512i t23 = _mm512_add_epi32(_mm512_unpacklo_epi32(s[2][0], s[3][0]),
+                                       _mm512_unpackhi_epi32(s[2][0], s[3][0]));
+  const __m512i u = _mm512_add_epi32(_mm512_unpacklo_epi64(t01, t23), _mm512_unpackhi_epi64(t01, t23));
+  const __m256i h = _mm256_add_epi32(_mm512_castsi512_si256(u), _mm512_extracti64x4_epi64(u, 1));
+  return _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+}
+
+// Decode (one vector) over whole row groups [G0, G1) of a prepared matrix
+// whose rows fit one segment: one loop, so a group costs its chunks and one
+// 4-row reduction. The general path's per-group call, row pointers and
+// four horizontal sums made a 1536-column group cost 1.6x its chunks.
+// sums[4G + r] = code sum of row 4G + r minus qsum.
+template <bool Base3>
+void decode_groups(const uint8_t* packed, int64_t group_bytes, int64_t K, const int8_t* q, int32_t qsum,
+                   int32_t* sums, int64_t G0, int64_t G1) {
+  const __m128i bias = _mm_set1_epi32(qsum);
+  for (int64_t G = G0; G < G1; ++G) {
+    const uint8_t* base = packed + G * group_bytes;
+    const uint8_t* rows[kRowGroup] = {base, base + kUnitBytes, base + 2 * kUnitBytes, base + 3 * kUnitBytes};
+    __m512i s[kRowGroup][1];
+    if constexpr (Base3) base3_lanes<kRowGroup, 1>(rows, kPackedUnitStride, &q, 0, (K + 319) / 320, K, s);
+    else code_lanes<kRowGroup, 1>(rows, kPackedUnitStride, &q, 0, K / 256, s);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(sums + kRowGroup * G), _mm_sub_epi32(reduce4(s), bias));
+  }
 }
 
 // Code sums of R rows against V vectors over all K columns, in segments.
@@ -222,23 +278,34 @@ void vnni_rows(const TernaryMatrix& w, CodeLayout layout, const uint8_t* packed,
   const int64_t stride = packed ? kPackedUnitStride : kUnitBytes;
   static_assert(kMaxRows == kRowGroup, "a row group is one interleaved group of the layout");
   // Groups follow the layout's: a range starting mid-group begins with a short one.
-  for (int64_t r = r0, next; r < r1; r = next) {
-    next = std::min(r1, (r / kRowGroup + 1) * kRowGroup);
-    const int R = int(next - r);
-    const uint8_t* rows[kMaxRows];
-    if (packed == nullptr) pack_code_rows(w, layout, r, next, scratch);
-    for (int g = 0; g < R; ++g)
-      rows[g] = packed ? packed_row(packed, layout, K, r + g) : scratch + g * row_bytes;
-    for (int64_t i = 0; i < n; i += vecs) {
-      const int V = int(std::min<int64_t>(vecs, n - i));
-      const int8_t* qs[kMaxVecs];
-      for (int v = 0; v < V; ++v) qs[v] = q + (i + v) * K;
-      int64_t out[kMaxRows * kMaxVecs] = {};
-      (base3 ? kBase3[R - 1][V - 1] : kChunk64[R - 1][V - 1])(rows, stride, qs, K, out);
+  const auto each_group = [&](int64_t a, int64_t b) {
+    for (int64_t r = a, next; r < b; r = next) {
+      next = std::min(b, (r / kRowGroup + 1) * kRowGroup);
+      const int R = int(next - r);
+      const uint8_t* rows[kMaxRows];
+      if (packed == nullptr) pack_code_rows(w, layout, r, next, scratch);
       for (int g = 0; g < R; ++g)
-        for (int v = 0; v < V; ++v) sums[(i + v) * M + r + g] = int32_t(out[g * V + v] - qsum[i + v]);
+        rows[g] = packed ? packed_row(packed, layout, K, r + g) : scratch + g * row_bytes;
+      for (int64_t i = 0; i < n; i += vecs) {
+        const int V = int(std::min<int64_t>(vecs, n - i));
+        const int8_t* qs[kMaxVecs];
+        for (int v = 0; v < V; ++v) qs[v] = q + (i + v) * K;
+        int64_t out[kMaxRows * kMaxVecs] = {};
+        (base3 ? kBase3[R - 1][V - 1] : kChunk64[R - 1][V - 1])(rows, stride, qs, K, out);
+        for (int g = 0; g < R; ++g)
+          for (int v = 0; v < V; ++v) sums[(i + v) * M + r + g] = int32_t(out[g * V + v] - qsum[i + v]);
+      }
     }
-  }
+  };
+  // Decode on a prepared matrix: whole groups in one loop (decode_groups),
+  // when a row is one segment (every real shape).
+  const bool one_segment = base3 ? (K + 319) / 320 <= kGroupSegment : K / 256 <= kChunkSegment;
+  const int64_t G0 = (r0 + kRowGroup - 1) / kRowGroup, G1 = r1 / kRowGroup;
+  if (packed == nullptr || n != 1 || !one_segment || G0 >= G1) return each_group(r0, r1);
+  each_group(r0, G0 * kRowGroup);
+  (base3 ? decode_groups<true> : decode_groups<false>)(packed, kRowGroup * row_bytes, K, q, qsum[0], sums,
+                                                       G0, G1);
+  each_group(G1 * kRowGroup, r1);
 }
 
 // gemm_i8 once its arguments are checked.

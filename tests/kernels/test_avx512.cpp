@@ -90,6 +90,30 @@ TEST(Avx512, VnniExactAcrossSegments) {
     }
 }
 
+// Decode on a prepared matrix sums whole row groups in one loop when a row
+// is one segment: the longest such rows (2^21 columns of TQ2_0, 1024
+// groups of TQ1_0), all extremes, over two whole groups and a range that
+// starts and ends inside one.
+TEST(Avx512, VnniDecodeExactOnTheLongestOneSegmentRows) {
+  REQUIRE_SET(vnni, "avx512-vnni");
+  const int64_t M = 10;
+  for (auto [type, K] : {std::pair{TensorType::TQ2_0, int64_t(1) << 21}, {TensorType::TQ1_0, int64_t(1024 * 320)}})
+    for (Rows rows : {Rows::Plus, Rows::Minus, Rows::Mixed}) {
+      Matrix m = make_matrix(type, M, K, rows, 24);
+      prepare(m, *vnni);
+      for (int fill : {127, -128, 0}) {
+        auto q = fill ? std::vector<int8_t>(size_t(K), int8_t(fill)) : random_int8(K, 25);
+        for (auto [r0, r1] : {std::pair<int64_t, int64_t>{0, M}, {3, 9}}) {
+          std::vector<int32_t> want(size_t(M), -7), got(size_t(M), -7);
+          scalar_kernels().gemm_i8(m.w, q.data(), 1, want.data(), r0, r1);
+          vnni->gemm_i8(m.w, q.data(), 1, got.data(), r0, r1);
+          EXPECT_EQ(got, want) << "type " << int(type) << " rows " << int(rows) << " q " << fill << " from "
+                               << r0;
+        }
+      }
+    }
+}
+
 TEST(Avx512, RejectsForeignPreparedLayout) {
   REQUIRE_SET(vnni, "avx512-vnni");
   const KernelSet* pext = find_set("avx512-pext");
