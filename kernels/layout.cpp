@@ -6,6 +6,7 @@
 #endif
 
 #include <cstring>
+#include <mutex>
 #include <new>
 #include <string>
 
@@ -32,10 +33,55 @@ constexpr size_t kAlign = 64;
 // (docs/PERFORMANCE.md: about 8% more bandwidth on one core). Advice only;
 // without THP the pages are ordinary ones.
 constexpr size_t kHugePage = size_t(1) << 21;
+// Smaller layouts (bitnet_b1_58-large's 1536 x 1536 matrices are 0.6 MB)
+// would each get 4 KiB pages of their own, and decode at that shape ran
+// 12-14% slower for it (docs/PERFORMANCE.md). From kSlabMin up they are
+// cut from shared huge-page slabs instead; below it a matrix is too small
+// for its pages to matter, and a slab's first touch (2 MiB zeroed) would
+// cost more than the matrix.
+constexpr size_t kSlabMin = size_t(64) << 10;
+constexpr size_t kSlabBytes = size_t(32) << 20;
+constexpr size_t kSlabStep = 4096;  // each layout starts on its own page
 
 struct AlignedFree {
   size_t align;
   void operator()(const void* p) const { ::operator delete(const_cast<void*>(p), std::align_val_t(align)); }
+};
+
+std::shared_ptr<void> alloc_aligned(size_t bytes, size_t align) {
+  const size_t total = (bytes + align - 1) / align * align;
+  void* mem = ::operator new(total, std::align_val_t(align));
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  if (align == kHugePage) madvise(mem, total, MADV_HUGEPAGE);
+#endif
+  return std::shared_ptr<void>(mem, AlignedFree{align});
+}
+
+// Layouts cut from a slab share its ownership (shared_ptr's aliasing
+// constructor), so the slab is freed with the last of them. The allocator
+// keeps only a weak reference to the slab it is filling: it holds no
+// memory of its own once every model is gone. Layers prepare in parallel,
+// hence the lock; it is taken once per matrix.
+class SlabAllocator {
+ public:
+  std::shared_ptr<void> alloc(size_t bytes) {
+    const size_t need = (bytes + kSlabStep - 1) / kSlabStep * kSlabStep;
+    const std::lock_guard<std::mutex> lock(mu_);
+    std::shared_ptr<void> slab = slab_.lock();
+    if (!slab || used_ + need > kSlabBytes) {
+      slab = alloc_aligned(kSlabBytes, kHugePage);
+      slab_ = slab;
+      used_ = 0;
+    }
+    void* p = static_cast<uint8_t*>(slab.get()) + used_;
+    used_ += need;
+    return std::shared_ptr<void>(std::move(slab), p);
+  }
+
+ private:
+  std::mutex mu_;
+  std::weak_ptr<void> slab_;
+  size_t used_ = 0;
 };
 
 std::string type_name(gguf::TensorType t) {
@@ -62,13 +108,10 @@ const char* layout_kind_name(LayoutKind kind) {
 }
 
 std::shared_ptr<void> alloc_layout(size_t bytes) {
-  const size_t align = bytes >= kHugePage ? kHugePage : kAlign;
-  const size_t total = (bytes + align - 1) / align * align;
-  void* mem = ::operator new(total, std::align_val_t(align));
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-  if (align == kHugePage) madvise(mem, total, MADV_HUGEPAGE);
-#endif
-  return std::shared_ptr<void>(mem, AlignedFree{align});
+  if (bytes >= kHugePage) return alloc_aligned(bytes, kHugePage);
+  if (bytes < kSlabMin) return alloc_aligned(bytes, kAlign);
+  static SlabAllocator slabs;
+  return slabs.alloc(bytes);
 }
 
 std::shared_ptr<const void> new_layout(const TernaryMatrix& w, LayoutKind kind, int64_t body_bytes,

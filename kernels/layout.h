@@ -31,9 +31,10 @@ const char* layout_kind_name(LayoutKind kind);
 // Bytes before the body: the body stays 64-byte aligned.
 constexpr int64_t kLayoutHeaderBytes = 64;
 
-// Memory for a layout: at least 64-byte aligned, and from 2 MiB on 2 MiB
+// Memory for a layout: at least 64-byte aligned. From 2 MiB on it is 2 MiB
 // aligned with transparent huge pages requested, so DRAM streams cross no
-// 4 KiB page boundary.
+// 4 KiB page boundary; from 64 KiB it is a page-aligned piece of a shared
+// huge-page slab, which the returned pointer keeps alive.
 std::shared_ptr<void> alloc_layout(size_t bytes);
 
 // A new layout of `kind` for w (validated with check_call first) with
