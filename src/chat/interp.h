@@ -1,5 +1,5 @@
 // The renderer's state, shared by the evaluator (render.cpp) and the
-// built-in filters, tests, methods and globals (builtins.cpp).
+// built-in filters and tests (builtins.cpp), methods and globals (methods.cpp).
 #pragma once
 #include <string>
 #include <string_view>
