@@ -367,36 +367,51 @@ void Model::forward_batch(const int32_t* tokens, int n, int pos, float* logits, 
               ops::rmsnorm(s.xb.data() + size_t(i) * D, s.x.data() + size_t(i) * D, L.attn_norm, D,
                            c.norm_eps);
             });
-    // Items [0, n): token i's RoPE and keys. Items past n: 16 rows (j =
-    // g * HD + d) of the value cache, transposed, so each row's new
-    // positions are written by one thread, together, and the 16 columns of
-    // the batch's values they read share cache lines.
+    const int QB = s.query_block, blocks = (n + QB - 1) / QB;
+    // Token i's RoPE of the query heads of KV head g, and of g's key, which
+    // it stores with g's value.
+    const auto rope_store_head = [&](int i, int g) {
+      const float* cs = s.rope_cs.data() + size_t(i) * HD;
+      rope(s.q.data() + size_t(i) * QD + size_t(g) * G * HD, G, HD, cs);
+      float* k = s.k.data() + size_t(i) * KV + size_t(g) * HD;
+      rope(k, 1, HD, cs);
+      store(s.k_type, kc + (size_t(g) * S + size_t(pos + i)) * HD * ek, ek, k, 1, HD);
+    };
+    // With one block (decode, short batches) each attention item below
+    // RoPEs and stores its own KV head first: the value cache's transposed
+    // stores, one cache miss per value, then run on every thread instead of
+    // on the caller while the others wait. Longer batches do it in a pass
+    // of its own: items [0, n) are token i's RoPE and keys, items past n 16
+    // rows (j = g * HD + d) of the value cache, so each row's new positions
+    // are written by one thread, together, and the 16 columns of the
+    // batch's values they read share cache lines.
+    const bool store_in_items = blocks == 1;
     constexpr int kVRows = 16;
-    per_token(*pool_, n, [&](int i) {
-      if (i < n) {
-        const float* cs = s.rope_cs.data() + size_t(i) * HD;
-        rope(s.q.data() + size_t(i) * QD, c.n_heads, HD, cs);
-        rope(s.k.data() + size_t(i) * KV, NKV, HD, cs);
-        for (int g = 0; g < NKV; ++g)
-          store(s.k_type, kc + (size_t(g) * S + size_t(pos + i)) * HD * ek, ek,
-                s.k.data() + size_t(i) * KV + size_t(g) * HD, 1, HD);
-        return;
-      }
-      for (int j = (i - n) * kVRows; j < std::min(KV, (i - n + 1) * kVRows); ++j)
-        store(s.v_type, vc + (size_t(j) * S + size_t(pos)) * ev, ev, s.v.data() + j, size_t(KV), n);
-    }, n + (KV + kVRows - 1) / kVRows);
+    if (!store_in_items)
+      per_token(*pool_, n, [&](int i) {
+        if (i < n) {
+          for (int g = 0; g < NKV; ++g) rope_store_head(i, g);
+          return;
+        }
+        for (int j = (i - n) * kVRows; j < std::min(KV, (i - n + 1) * kVRows); ++j)
+          store(s.v_type, vc + (size_t(j) * S + size_t(pos)) * ev, ev, s.v.data() + j, size_t(KV), n);
+      }, n + (KV + kVRows - 1) / kVRows);
     // One item per (block of up to query_block tokens, KV head): the
     // block's G query heads per token read the keys and values once, as one
     // batch of vectors, over the positions its last token sees. Each token's
     // scores are cut to its own positions before the softmax and its
     // weights past them are zero, so it gets the products it would alone.
-    const int QB = s.query_block, blocks = (n + QB - 1) / QB;
     pool_->run([&](int t) {
       float* sc = s.att.data() + size_t(t) * QB * G * S;       // [QB * G][n_max] scores, then weights
       float* qo = s.att_q.data() + size_t(t) * QB * G * HD;    // [QB * G][HD] queries, then outputs
       pool_->for_chunks(int64_t(blocks) * NKV, 1, [&](int64_t item, int64_t) {
         const int i0 = int(item / NKV) * QB, g = int(item % NKV), b = std::min(QB, n - i0),
                   n_max = pos + i0 + b;
+        if (store_in_items) {
+          for (int i = 0; i < n; ++i) rope_store_head(i, g);
+          for (int j = g * HD; j < (g + 1) * HD; ++j)
+            store(s.v_type, vc + (size_t(j) * S + size_t(pos)) * ev, ev, s.v.data() + j, size_t(KV), n);
+        }
         for (int i = 0; i < b; ++i)
           std::copy_n(s.q.data() + size_t(i0 + i) * QD + size_t(g) * G * HD, size_t(G) * HD,
                       qo + size_t(i) * G * HD);

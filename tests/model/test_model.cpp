@@ -127,7 +127,8 @@ TEST_P(WholeModel, IncrementalDecodingMatchesOneBatch) {
 // A prompt longer than a block of attention queries (forward.cpp batches up
 // to 16 tokens per KV head over the positions the last one sees): every
 // token's logits equal those of decoding it alone, bit for bit, in each KV
-// cache type, also when the batch starts past position 0.
+// cache type, also when the batch starts past position 0, and so do those
+// of a batch of one block.
 TEST_P(WholeModel, AttentionInQueryBlocksEqualsTokenByToken) {
   const Packed p = packed(GetParam());
   std::vector<int32_t> tokens;
@@ -137,12 +138,20 @@ TEST_P(WholeModel, AttentionInQueryBlocksEqualsTokenByToken) {
     lo.cache_type_k = lo.cache_type_v = type;
     auto m = tern::Model::load(p.tq2, lo);
     const size_t V = size_t(m->config().vocab_size);
-    m->forward(std::span<const int32_t>(tokens.data(), 3), 0, true);
+    // Three tokens are one block, whose attention items RoPE and store
+    // their own heads; 42 are three blocks, stored in a pass before them.
+    const auto s3 = m->forward(std::span<const int32_t>(tokens.data(), 3), 0, true);
+    const std::vector<float> first(s3.begin(), s3.end());
     const auto s = m->forward(std::span<const int32_t>(tokens.data() + 3, tokens.size() - 3), 3, true);
     const std::vector<float> batch(s.begin(), s.end());
     for (size_t i = 3; i < tokens.size(); ++i) {
       auto one = m->forward(std::span<const int32_t>(&tokens[i], 1), int(i), false);
       ASSERT_EQ(std::memcmp(one.data(), batch.data() + (i - 3) * V, V * sizeof(float)), 0)
+          << "position " << i << " cache type " << int(type);
+    }
+    for (size_t i = 0; i < 3; ++i) {
+      auto one = m->forward(std::span<const int32_t>(&tokens[i], 1), int(i), false);
+      ASSERT_EQ(std::memcmp(one.data(), first.data() + i * V, V * sizeof(float)), 0)
           << "position " << i << " cache type " << int(type);
     }
   }
