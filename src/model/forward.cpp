@@ -377,6 +377,12 @@ void Model::forward_batch(const int32_t* tokens, int n, int pos, float* logits, 
       rope(k, 1, HD, cs);
       store(s.k_type, kc + (size_t(g) * S + size_t(pos + i)) * HD * ek, ek, k, 1, HD);
     };
+    // Rows [j0, j1) of the transposed value cache (j = g * HD + d): the
+    // batch's n new positions of each.
+    const auto store_values = [&](int j0, int j1) {
+      for (int j = j0; j < j1; ++j)
+        store(s.v_type, vc + (size_t(j) * S + size_t(pos)) * ev, ev, s.v.data() + j, size_t(KV), n);
+    };
     // With one block (decode, short batches) each attention item below
     // RoPEs and stores its own KV head first: the value cache's transposed
     // stores, one cache miss per value, then run on every thread instead of
@@ -393,8 +399,7 @@ void Model::forward_batch(const int32_t* tokens, int n, int pos, float* logits, 
           for (int g = 0; g < NKV; ++g) rope_store_head(i, g);
           return;
         }
-        for (int j = (i - n) * kVRows; j < std::min(KV, (i - n + 1) * kVRows); ++j)
-          store(s.v_type, vc + (size_t(j) * S + size_t(pos)) * ev, ev, s.v.data() + j, size_t(KV), n);
+        store_values((i - n) * kVRows, std::min(KV, (i - n + 1) * kVRows));
       }, n + (KV + kVRows - 1) / kVRows);
     // One item per (block of up to query_block tokens, KV head): the
     // block's G query heads per token read the keys and values once, as one
@@ -409,8 +414,7 @@ void Model::forward_batch(const int32_t* tokens, int n, int pos, float* logits, 
                   n_max = pos + i0 + b;
         if (store_in_items) {
           for (int i = 0; i < n; ++i) rope_store_head(i, g);
-          for (int j = g * HD; j < (g + 1) * HD; ++j)
-            store(s.v_type, vc + (size_t(j) * S + size_t(pos)) * ev, ev, s.v.data() + j, size_t(KV), n);
+          store_values(g * HD, (g + 1) * HD);
         }
         for (int i = 0; i < b; ++i)
           std::copy_n(s.q.data() + size_t(i0 + i) * QD + size_t(g) * G * HD, size_t(G) * HD,
