@@ -119,19 +119,21 @@ TEST(CpuFeatures, SummaryAndConsistency) {
 TEST(CpuFeatures, AgreesWithProcCpuinfo) {
   std::ifstream in("/proc/cpuinfo");
   if (!in) GTEST_SKIP() << "no /proc/cpuinfo";
-  std::string line, flags_line, vendor, model;
+  std::string line, flags_line, vendor;
   while (std::getline(in, line)) {
     auto value = [&] { return line.substr(line.find(':') + 2); };
     if (flags_line.empty() && line.rfind("flags", 0) == 0) flags_line = value();
     if (vendor.empty() && line.rfind("vendor_id", 0) == 0) vendor = value();
-    if (model.empty() && line.rfind("model name", 0) == 0) model = value();
   }
   std::set<std::string> flags;
   std::istringstream ss(flags_line);
   for (std::string w; ss >> w;) flags.insert(w);
   const CpuFeatures& f = cpu_features();
   EXPECT_EQ(f.vendor, vendor);
-  EXPECT_EQ(f.brand, model);
+  // No brand check: the kernel reads the brand string once at boot and a
+  // hypervisor may present another one later (an Oxide guest: CPUID says
+  // "Oxide Virtual Turin-like Processor", /proc/cpuinfo "AMD EPYC").
+  EXPECT_FALSE(f.brand.empty());
   EXPECT_EQ(f.sse42, flags.count("sse4_2") == 1);
   EXPECT_EQ(f.bmi2, flags.count("bmi2") == 1);
   EXPECT_EQ(f.avx2 && f.os_avx, flags.count("avx2") == 1);
