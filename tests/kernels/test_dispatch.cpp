@@ -130,9 +130,9 @@ TEST(CpuFeatures, AgreesWithProcCpuinfo) {
   for (std::string w; ss >> w;) flags.insert(w);
   const CpuFeatures& f = cpu_features();
   EXPECT_EQ(f.vendor, vendor);
-  // No brand check: the kernel reads the brand string once at boot and a
-  // hypervisor may present another one later (an Oxide guest: CPUID says
-  // "Oxide Virtual Turin-like Processor", /proc/cpuinfo "AMD EPYC").
+  // No brand check: in a guest the two can differ (an Oxide guest's CPUID
+  // says "Oxide Virtual Turin-like Processor", its /proc/cpuinfo "AMD
+  // EPYC"), and the brand decides nothing.
   EXPECT_FALSE(f.brand.empty());
   EXPECT_EQ(f.sse42, flags.count("sse4_2") == 1);
   EXPECT_EQ(f.bmi2, flags.count("bmi2") == 1);
