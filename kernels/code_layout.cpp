@@ -60,11 +60,15 @@ void place_row(const int8_t* t, int64_t K, CodeLayout layout, uint8_t* out) {
 // in bits 2n, so both layouts are built byte by byte, no trit decoded (about
 // 30x fewer operations than unpacking a row and placing every code).
 void place_tq2_chunk64(const uint8_t* qs, uint8_t* out) {
-  for (int i = 0; i < 64; ++i) {  // column 64j + i sits at half j / 2, n = 2 (j % 2) + i / 32
-    const int m = i % 32, s = 2 * (i / 32);
+  // Column 64j + i sits in half j / 2 at n = 2 (j % 2) + i / 32, so byte m
+  // of each half feeds out[m] (its codes n = 0, 2) and out[32 + m] (n = 1,
+  // 3). Written as whole-byte masks and shifts the loop vectorizes: at load
+  // this runs over every weight of the model, and the per-code version was
+  // a third of the time to first token.
+  for (int m = 0; m < 32; ++m) {
     const unsigned lo = qs[m], hi = qs[32 + m];
-    out[i] = uint8_t(((lo >> s) & 3) | (((lo >> (s + 4)) & 3) << 2) | (((hi >> s) & 3) << 4) |
-                     (((hi >> (s + 4)) & 3) << 6));
+    out[m] = uint8_t((lo & 0x03u) | ((lo >> 2) & 0x0cu) | ((hi << 4) & 0x30u) | ((hi << 2) & 0xc0u));
+    out[32 + m] = uint8_t(((lo >> 2) & 0x03u) | ((lo >> 4) & 0x0cu) | ((hi << 2) & 0x30u) | (hi & 0xc0u));
   }
 }
 

@@ -146,6 +146,13 @@ class ZeroedArray {
 
 // Buffers for a batch of up to `max_batch` tokens and a KV cache of
 // `max_seq` positions.
+// Positions per tile of the value cache (RunState): a tile's row of one
+// dimension is whole cache lines in every cache type (128 or 256 bytes),
+// the per-tile product's horizontal sums are spread over 64 positions, and
+// a token's stores touch 8 f32 pages per KV head at head_dim 128.
+inline constexpr int kValueTile = 64;
+inline constexpr int value_tiles(int positions) { return (positions + kValueTile - 1) / kValueTile; }
+
 struct RunState {
   int max_batch = 0, max_seq = 0;
   int query_block = 1;         // tokens per batch of attention (forward.cpp)
@@ -162,6 +169,10 @@ struct RunState {
                                // scores, then weights
   std::vector<float> att_q;    // [threads][query_block * n_heads / n_kv_heads][head_dim] a block's
                                // queries, then its attention outputs
+  std::vector<float> att_w;    // [threads][query_block * n_heads / n_kv_heads][kValueTile] one
+                               // value tile's share of the weights
+  std::vector<float> att_o;    // [threads][query_block * n_heads / n_kv_heads][head_dim] one
+                               // value tile's share of the outputs
   std::vector<float> xpad;     // [max_batch][widest K] input padded to whole blocks or
                                // through a linear's own norm; Fairy2i: [max_batch][2 *
                                // widest padded complex width]; empty when none is needed
@@ -174,13 +185,18 @@ struct RunState {
                                // int8 sums
   std::vector<float> logits;   // [n][vocab] of the last forward() (grows on demand)
   // The KV cache in its element types (F32, F16 or BF16). Per KV head the
-  // keys are rows [pos][head_dim] and the values are stored transposed,
-  // [head_dim][pos], so both products of attention are dense_gemm calls
-  // (scores = K q, out = V^T p): one kernel per ISA, in the fixed order of
-  // kernels.h, for every cache type.
+  // keys are rows [pos][head_dim] and the values are stored transposed in
+  // tiles of kValueTile positions, [tile][head_dim][kValueTile], so both
+  // products of attention are dense_gemm calls (scores = K q, out = V^T p
+  // tile by tile): one kernel per ISA, in the fixed order of kernels.h,
+  // for every cache type. Untiled, row d held dimension d of every
+  // position, max_seq apart: a token's value stores touched head_dim pages
+  // per KV head (a TLB miss each, 5-7% of decode at a 4096 context), and
+  // the first prompt faulted in a quarter of the cache.
   gguf::TensorType k_type = gguf::TensorType::F32, v_type = gguf::TensorType::F32;
   ZeroedArray<uint8_t> key_cache;    // [n_layers][n_kv_heads][max_seq][head_dim] of k_type
-  ZeroedArray<uint8_t> value_cache;  // [n_layers][n_kv_heads][head_dim][max_seq] of v_type
+  ZeroedArray<uint8_t> value_cache;  // [n_layers][n_kv_heads][value_tiles(max_seq)][head_dim]
+                                     // [kValueTile] of v_type
 };
 
 // How the linears of a float-activation model (TriLM) take their input.

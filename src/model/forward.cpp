@@ -99,8 +99,9 @@ void Model::reset(int max_seq, int max_batch) {
   else if (max_seq <= 0) max_seq = std::min(c.context_length, kDefaultCtx);
   max_batch = std::max(1, std::min(max_batch, max_seq));
   RunState& s = state_;
-  const uint64_t cache_bytes = uint64_t(c.n_layers) * uint64_t(max_seq) * uint64_t(c.kv_dim()) *
-                               uint64_t(dense_row_bytes(s.k_type, 1) + dense_row_bytes(s.v_type, 1));
+  const uint64_t cache_bytes = uint64_t(c.n_layers) * uint64_t(c.kv_dim()) *
+      (uint64_t(max_seq) * uint64_t(dense_row_bytes(s.k_type, 1)) +
+       uint64_t(value_tiles(max_seq)) * kValueTile * uint64_t(dense_row_bytes(s.v_type, 1)));
   // calloc would hand out more than the machine has and the kernel would
   // kill the process mid-reply; say so up front instead.
   const uint64_t ram = uint64_t(::sysconf(_SC_PHYS_PAGES)) * uint64_t(::sysconf(_SC_PAGESIZE));
@@ -147,6 +148,8 @@ void Model::resize_state(int max_seq, int max_batch) {
   s.rope_cs.assign(B * c.head_dim, 0.0f);
   s.att.assign(att, 0.0f);
   s.att_q.assign(size_t(pool_->size()) * size_t(qb * G) * size_t(c.head_dim), 0.0f);
+  s.att_w.assign(size_t(pool_->size()) * size_t(qb * G) * size_t(kValueTile), 0.0f);
+  s.att_o.assign(size_t(pool_->size()) * size_t(qb * G) * size_t(c.head_dim), 0.0f);
   // Fairy2i: each half of the input padded to whole blocks of complex columns.
   const size_t phase_widest =
       2 * size_t(std::max({phase_cols(c.dim / 2), phase_cols(c.q_dim() / 2), phase_cols(c.hidden_dim / 2)}));
@@ -159,9 +162,10 @@ void Model::resize_state(int max_seq, int max_batch) {
   const size_t group_rows = size_t(std::max({c.q_dim() + 2 * c.kv_dim(), 2 * c.hidden_dim, c.dim}));
   s.isum.assign(B * digits * group_rows, 0);
   s.logits.assign(size_t(c.vocab_size), 0.0f);
-  const size_t cache = size_t(c.n_layers) * max_seq * c.kv_dim();
-  s.key_cache.assign(cache * size_t(dense_row_bytes(s.k_type, 1)));
-  s.value_cache.assign(cache * size_t(dense_row_bytes(s.v_type, 1)));
+  const size_t cache = size_t(c.n_layers) * c.kv_dim();
+  s.key_cache.assign(cache * size_t(max_seq) * size_t(dense_row_bytes(s.k_type, 1)));
+  s.value_cache.assign(cache * size_t(value_tiles(max_seq)) * kValueTile *
+                       size_t(dense_row_bytes(s.v_type, 1)));
 }
 
 int Model::quantize_input(size_t i, const float* in, int64_t len, int8_t* q, int64_t stride) {
@@ -348,7 +352,8 @@ void Model::forward_batch(const int32_t* tokens, int n, int pos, float* logits, 
     ops::rope_angles(s.rope_cs.data() + size_t(i) * HD, HD, pos + i, c.rope_theta);
   const auto rope = c.rope == RopeStyle::Pairs ? ops::rope : ops::rope_halves;
   const int NKV = c.n_kv_heads, G = c.n_heads / c.n_kv_heads;
-  const size_t S = size_t(s.max_seq), ek = size_t(dense_row_bytes(s.k_type, 1)),
+  const size_t S = size_t(s.max_seq), VT = size_t(value_tiles(s.max_seq)),
+               ek = size_t(dense_row_bytes(s.k_type, 1)),
                ev = size_t(dense_row_bytes(s.v_type, 1));
   const float scale = 1.0f / std::sqrt(float(HD));
   // Token i's sublayer output (o or down, in xb) into the residual stream x.
@@ -360,7 +365,12 @@ void Model::forward_batch(const int32_t* tokens, int n, int pos, float* logits, 
   for (int l = 0; l < c.n_layers; ++l) {
     const LayerWeights& L = w.layers[size_t(l)];
     uint8_t* kc = s.key_cache.data() + size_t(l) * NKV * S * HD * ek;    // [NKV][S][HD]
-    uint8_t* vc = s.value_cache.data() + size_t(l) * NKV * HD * S * ev;  // [NKV][HD][S]
+    uint8_t* vc = s.value_cache.data() + size_t(l) * NKV * VT * HD * kValueTile * ev;  // [NKV][VT][HD][kValueTile]
+    // Where position p of value dimension j = g * HD + d is.
+    const auto value_at = [&](int j, int p) {
+      const size_t g = size_t(j / HD), d = size_t(j % HD), tile = size_t(p / kValueTile);
+      return vc + (((g * VT + tile) * HD + d) * kValueTile + size_t(p % kValueTile)) * ev;
+    };
 
     linears({{&L.wq, s.q.data()}, {&L.wk, s.k.data()}, {&L.wv, s.v.data()}}, s.xb.data(), n, D, nullptr,
             [&](int i) {
@@ -378,10 +388,14 @@ void Model::forward_batch(const int32_t* tokens, int n, int pos, float* logits, 
       store(s.k_type, kc + (size_t(g) * S + size_t(pos + i)) * HD * ek, ek, k, 1, HD);
     };
     // Rows [j0, j1) of the transposed value cache (j = g * HD + d): the
-    // batch's n new positions of each.
+    // batch's n new positions of each, a run per tile they fall in.
     const auto store_values = [&](int j0, int j1) {
       for (int j = j0; j < j1; ++j)
-        store(s.v_type, vc + (size_t(j) * S + size_t(pos)) * ev, ev, s.v.data() + j, size_t(KV), n);
+        for (int i = 0; i < n;) {
+          const int run = std::min(n - i, kValueTile - (pos + i) % kValueTile);
+          store(s.v_type, value_at(j, pos + i), ev, s.v.data() + size_t(i) * KV + j, size_t(KV), run);
+          i += run;
+        }
     };
     // With one block (decode, short batches) each attention item below
     // RoPEs and stores its own KV head first: the value cache's transposed
@@ -433,13 +447,26 @@ void Model::forward_batch(const int32_t* tokens, int n, int pos, float* logits, 
             ops::softmax(row, n_pos);
             std::fill(row + n_pos, row + n_max, 0.0f);
           }
-        DenseMatrix values;  // transposed: row d holds dimension d of every position
-        values.type = s.v_type;
-        values.rows = HD;
-        values.cols = n_max;
-        values.data = vc + size_t(g) * HD * S * ev;
-        values.row_stride = int64_t(S * ev);
-        kernels_->dense_gemm(values, sc, int64_t(b) * G, qo, HD, 0, HD);
+        // out = V^T p one tile at a time: the tile's share of each weight
+        // row into wt, its products into qo (the first) or ot, added.
+        float* wt = s.att_w.data() + size_t(t) * QB * G * kValueTile;  // [b * G][width]
+        float* ot = s.att_o.data() + size_t(t) * QB * G * HD;          // [b * G][HD]
+        const int rows_bg = b * G;
+        for (int tile = 0; tile * kValueTile < n_max; ++tile) {
+          const int p0 = tile * kValueTile, width = std::min(kValueTile, n_max - p0);
+          for (int r = 0; r < rows_bg; ++r)
+            std::copy_n(sc + size_t(r) * n_max + p0, width, wt + size_t(r) * width);
+          DenseMatrix values;  // row d: dimension d of the tile's positions
+          values.type = s.v_type;
+          values.rows = HD;
+          values.cols = width;
+          values.data = value_at(g * HD, p0);
+          values.row_stride = int64_t(kValueTile * ev);
+          float* dst = tile == 0 ? qo : ot;
+          kernels_->dense_gemm(values, wt, rows_bg, dst, HD, 0, HD);
+          if (tile > 0)
+            for (size_t e = 0; e < size_t(rows_bg) * HD; ++e) qo[e] += ot[e];
+        }
         for (int i = 0; i < b; ++i)
           std::copy_n(qo + size_t(i) * G * HD, size_t(G) * HD,
                       s.xb2.data() + size_t(i0 + i) * QD + size_t(g) * G * HD);

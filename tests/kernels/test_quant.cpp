@@ -583,3 +583,40 @@ TEST(Q6_K, ActivationsPer256Values) {
   EXPECT_EQ(a[0].qs[0], int8_t(std::round(-100.5f * (1.0f / a[0].d))));
   EXPECT_EQ(a[1].qs[300 - 256], 0);
 }
+
+// The load-time scan for infinities and NaNs: the first bad element, found
+// at every position that matters to a blocked, vectorized scan (first and
+// last of a block, either side of a block boundary, the tail of a length
+// that is no multiple of the block), for each float type, and none in
+// clean data of the same lengths.
+TEST(FindNonfinite, FirstBadElementOfEachFloatType) {
+  const float bad[] = {std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                       std::numeric_limits<float>::quiet_NaN()};
+  for (TensorType t : {TensorType::F32, TensorType::F16, TensorType::BF16}) {
+    const size_t es = t == TensorType::F32 ? 4 : 2;
+    for (int64_t n : {1, 63, 1024, 1025, 3000}) {
+      std::vector<uint8_t> data(size_t(n) * es);
+      std::mt19937 rng{uint32_t(n)};
+      std::uniform_real_distribution<float> u(-65000.0f, 65000.0f);  // finite in F16 too
+      const auto put = [&](int64_t i, float v) {
+        if (t == TensorType::F32) std::memcpy(&data[size_t(i) * es], &v, 4);
+        else {
+          const uint16_t h = t == TensorType::F16 ? f32_to_fp16(v) : f32_to_bf16_rne(v);
+          std::memcpy(&data[size_t(i) * es], &h, 2);
+        }
+      };
+      for (int64_t i = 0; i < n; ++i) put(i, u(rng));
+      EXPECT_EQ(find_nonfinite(t, data.data(), n), -1) << gguf::traits(t).name << " n=" << n;
+      for (int64_t at : {int64_t(0), int64_t(1023), int64_t(1024), n - 1}) {
+        if (at >= n) continue;
+        for (float b : bad) {
+          const std::vector<uint8_t> clean = data;
+          put(at, b);
+          if (at + 1 < n) put(n - 1, b);  // a later one must not be reported first
+          EXPECT_EQ(find_nonfinite(t, data.data(), n), at) << gguf::traits(t).name << " n=" << n << " at=" << at;
+          data = clean;
+        }
+      }
+    }
+  }
+}
