@@ -146,11 +146,13 @@ class ZeroedArray {
 
 // Buffers for a batch of up to `max_batch` tokens and a KV cache of
 // `max_seq` positions.
-// Positions per tile of the value cache (RunState): a tile's row of one
-// dimension is whole cache lines in every cache type (128 or 256 bytes),
-// the per-tile product's horizontal sums are spread over 64 positions, and
-// a token's stores touch 8 f32 pages per KV head at head_dim 128.
-inline constexpr int kValueTile = 64;
+// Positions per tile of the value cache (RunState). A token's stores touch
+// 32 f32 pages per KV head at head_dim 128 (untiled: 128), and the first
+// prompt faults in one tile per KV head and layer. Narrower tiles touch
+// fewer pages but cost prompts their per-tile horizontal sums: at 64, S's
+// pp512 and pp2000 ran at 0.93 and 0.90 of the untiled cache on Zen 5, at
+// 256 at 1.00 and 0.95 (docs/PERFORMANCE.md).
+inline constexpr int kValueTile = 256;
 inline constexpr int value_tiles(int positions) { return (positions + kValueTile - 1) / kValueTile; }
 
 struct RunState {
@@ -191,8 +193,8 @@ struct RunState {
   // tile by tile): one kernel per ISA, in the fixed order of kernels.h,
   // for every cache type. Untiled, row d held dimension d of every
   // position, max_seq apart: a token's value stores touched head_dim pages
-  // per KV head (a TLB miss each, 5-7% of decode at a 4096 context), and
-  // the first prompt faulted in a quarter of the cache.
+  // per KV head (a TLB miss each), and the first prompt faulted in a
+  // quarter of the cache.
   gguf::TensorType k_type = gguf::TensorType::F32, v_type = gguf::TensorType::F32;
   ZeroedArray<uint8_t> key_cache;    // [n_layers][n_kv_heads][max_seq][head_dim] of k_type
   ZeroedArray<uint8_t> value_cache;  // [n_layers][n_kv_heads][value_tiles(max_seq)][head_dim]

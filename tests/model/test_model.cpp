@@ -81,21 +81,24 @@ TEST_P(WholeModel, LogitsMatchIndependentReference) {
 // activation across an int8 rounding step, which the next layers amplify:
 // the tiny random checkpoint then moves by about 2.5% (the bundled model's
 // perplexity by 0.004%, docs/PERFORMANCE.md).
-// 100 positions fill one 64-position tile of the value cache and part of
-// the next (forward.cpp adds the tiles' products): still the reference's
-// logits at every position. In int8 mode reassociated sums move some
-// activations across an int8 rounding step, amplified over 100 positions:
-// 1.06e-2 both before the value cache was tiled and after; a misplaced
+// A prompt that fills one tile of the value cache and part of the next
+// (forward.cpp adds the tiles' products), past the tiny model's trained
+// context (RoPE needs none): still the reference's logits at every
+// position. In int8 mode reassociated sums move some activations across
+// an int8 rounding step, amplified over the positions (1.06e-2 over 100
+// positions both before the value cache was tiled and after); a misplaced
 // value gives errors near 1.
 TEST_P(WholeModel, LogitsMatchReferenceAcrossValueTiles) {
   const Packed p = packed(GetParam());
+  const int n = tern::kValueTile + 100;
   std::vector<int32_t> tokens;
-  for (int i = 0; i < 100; ++i) tokens.push_back((kTokens[size_t(i * 5) % kTokens.size()] + 3 * i) % 512);
+  for (int i = 0; i < n; ++i) tokens.push_back((kTokens[size_t(i * 5) % kTokens.size()] + 3 * i) % 512);
   const auto ref = reference_logits(p.checkpoint, tokens);
   tern::LoadOptions lo;
   lo.float_acts = tern::FloatActs::Exact;
+  lo.ctx = n;
   auto m = tern::Model::load(p.tq2, lo);
-  ASSERT_GE(m->max_seq(), 100);
+  ASSERT_EQ(m->max_seq(), n);
   auto s = m->forward(tokens, 0, true);
   const std::vector<float> got(s.begin(), s.end());
   ASSERT_EQ(got.size(), ref.size());
@@ -155,14 +158,17 @@ TEST_P(WholeModel, IncrementalDecodingMatchesOneBatch) {
 TEST_P(WholeModel, AttentionInQueryBlocksEqualsTokenByToken) {
   const Packed p = packed(GetParam());
   std::vector<int32_t> tokens;
-  for (int i = 0; i < 100; ++i) tokens.push_back((kTokens[size_t(i * 7) % kTokens.size()] + i) % 512);
+  const int n = tern::kValueTile + 44;
+  for (int i = 0; i < n; ++i) tokens.push_back((kTokens[size_t(i * 7) % kTokens.size()] + i) % 512);
   for (auto type : {tern::gguf::TensorType::F32, tern::gguf::TensorType::F16}) {
     tern::LoadOptions lo;
     lo.cache_type_k = lo.cache_type_v = type;
+    lo.ctx = n;
     auto m = tern::Model::load(p.tq2, lo);
     const size_t V = size_t(m->config().vocab_size);
     // Three tokens are one block, whose attention items RoPE and store
-    // their own heads; 97 are seven blocks, stored in a pass before them.
+    // their own heads; the rest are many blocks, stored in a pass before
+    // them.
     const auto s3 = m->forward(std::span<const int32_t>(tokens.data(), 3), 0, true);
     const std::vector<float> first(s3.begin(), s3.end());
     const auto s = m->forward(std::span<const int32_t>(tokens.data() + 3, tokens.size() - 3), 3, true);
