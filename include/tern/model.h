@@ -144,8 +144,6 @@ class ZeroedArray {
   size_t n_ = 0;
 };
 
-// Buffers for a batch of up to `max_batch` tokens and a KV cache of
-// `max_seq` positions.
 // Positions per tile of the value cache (RunState). A token's stores touch
 // 32 f32 pages per KV head at head_dim 128 (untiled: 128), and the first
 // prompt faults in one tile per KV head and layer. Narrower tiles touch
@@ -155,6 +153,8 @@ class ZeroedArray {
 inline constexpr int kValueTile = 256;
 inline constexpr int value_tiles(int positions) { return (positions + kValueTile - 1) / kValueTile; }
 
+// Buffers for a batch of up to `max_batch` tokens and a KV cache of
+// `max_seq` positions.
 struct RunState {
   int max_batch = 0, max_seq = 0;
   int query_block = 1;         // tokens per batch of attention (forward.cpp)

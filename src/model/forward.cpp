@@ -448,14 +448,19 @@ void Model::forward_batch(const int32_t* tokens, int n, int pos, float* logits, 
             std::fill(row + n_pos, row + n_max, 0.0f);
           }
         // out = V^T p one tile at a time: the tile's share of each weight
-        // row into wt, its products into qo (the first) or ot, added.
+        // row into wt (the rows themselves when one tile holds them all),
+        // its products into qo (the first) or ot, added.
         float* wt = s.att_w.data() + size_t(t) * QB * G * kValueTile;  // [b * G][width]
         float* ot = s.att_o.data() + size_t(t) * QB * G * HD;          // [b * G][HD]
         const int rows_bg = b * G;
         for (int tile = 0; tile * kValueTile < n_max; ++tile) {
           const int p0 = tile * kValueTile, width = std::min(kValueTile, n_max - p0);
-          for (int r = 0; r < rows_bg; ++r)
-            std::copy_n(sc + size_t(r) * n_max + p0, width, wt + size_t(r) * width);
+          const float* x = sc;
+          if (width < n_max) {
+            for (int r = 0; r < rows_bg; ++r)
+              std::copy_n(sc + size_t(r) * n_max + p0, width, wt + size_t(r) * width);
+            x = wt;
+          }
           DenseMatrix values;  // row d: dimension d of the tile's positions
           values.type = s.v_type;
           values.rows = HD;
@@ -463,7 +468,7 @@ void Model::forward_batch(const int32_t* tokens, int n, int pos, float* logits, 
           values.data = value_at(g * HD, p0);
           values.row_stride = int64_t(kValueTile * ev);
           float* dst = tile == 0 ? qo : ot;
-          kernels_->dense_gemm(values, wt, rows_bg, dst, HD, 0, HD);
+          kernels_->dense_gemm(values, x, rows_bg, dst, HD, 0, HD);
           if (tile > 0)
             for (size_t e = 0; e < size_t(rows_bg) * HD; ++e) qo[e] += ot[e];
         }

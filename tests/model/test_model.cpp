@@ -75,12 +75,6 @@ TEST_P(WholeModel, LogitsMatchIndependentReference) {
   EXPECT_LT(rel_error(got, ref), 1e-4);
 }
 
-// A half-precision KV cache rounds every key and value once (F16: 2^-11
-// relative, BF16: 2^-8), so the logits stay near the reference, and the two
-// caches can be mixed. In int8 mode a rounded attention output can move an
-// activation across an int8 rounding step, which the next layers amplify:
-// the tiny random checkpoint then moves by about 2.5% (the bundled model's
-// perplexity by 0.004%, docs/PERFORMANCE.md).
 // A prompt that fills one tile of the value cache and part of the next
 // (forward.cpp adds the tiles' products), past the tiny model's trained
 // context (RoPE needs none): still the reference's logits at every
@@ -105,6 +99,12 @@ TEST_P(WholeModel, LogitsMatchReferenceAcrossValueTiles) {
   EXPECT_LT(rel_error(got, ref), m->config().act_mode == tern::ActMode::Int8 ? 3e-2 : 1e-4);
 }
 
+// A half-precision KV cache rounds every key and value once (F16: 2^-11
+// relative, BF16: 2^-8), so the logits stay near the reference, and the two
+// caches can be mixed. In int8 mode a rounded attention output can move an
+// activation across an int8 rounding step, which the next layers amplify:
+// the tiny random checkpoint then moves by about 2.5% (the bundled model's
+// perplexity by 0.004%, docs/PERFORMANCE.md).
 TEST_P(WholeModel, HalfPrecisionKvCacheStaysNearTheReference) {
   const Packed p = packed(GetParam());
   const auto ref = reference_logits(p.checkpoint);
