@@ -32,13 +32,18 @@ void store(gguf::TensorType type, uint8_t* dst, size_t dst_step, const float* sr
   else each([](float v) { return f32_to_bf16_rne(v); });
 }
 
-// Rows per claimed chunk: about 16 chunks per thread, so a thread slowed by
-// another process leaves little for the others to wait on, in multiples of
-// 16 rows (kernels work on 2 or 4 rows at a time, and a chunk should cover
-// whole cache lines of scales and outputs); one chunk when alone.
+// Rows per claimed chunk: about 4 chunks per thread, so a thread slowed by
+// another process leaves a few chunks for the others to take, in multiples
+// of 16 rows (kernels work on 2 or 4 rows at a time, and a chunk should
+// cover whole cache lines of scales and outputs); one chunk when alone.
+// Every chunk costs a claim and a cold start of its prefetch stream: on
+// Zen 5, two-thread decode made 1.03-1.18x (median 1.07) with 4 per thread
+// than with 16 in alternated rounds, prompts the same within the noise,
+// and beside a busy loop the two were alike (docs/PERFORMANCE.md).
+constexpr int64_t kChunksPerThread = 4;
 int64_t row_chunk(int64_t rows, int threads) {
   if (threads <= 1) return std::max(rows, int64_t(1));
-  const int64_t want = (rows + 16 * threads - 1) / (16 * threads);
+  const int64_t want = (rows + kChunksPerThread * threads - 1) / (kChunksPerThread * threads);
   return std::max(int64_t(16), (want + 15) / 16 * 16);
 }
 
