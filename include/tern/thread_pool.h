@@ -9,7 +9,9 @@
 // and a thread with nothing to do spins only while the thread it waits for
 // is on a CPU (it reads that thread's CPU-time clock), then sleeps on a
 // futex, which also lets the scheduler move a preempted worker onto the idle
-// core.
+// core. When the caller spends more time waiting for preempted workers than
+// working (another process takes a share of their cores), it runs the
+// regions that allow it alone for a while.
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -43,11 +45,22 @@ class ThreadPool {
   // "150000 100000") allows, rounded up; 0 when it sets no limit.
   static int quota_cpus(const std::string& cpu_max);
 
-  // Calls job(t) once on every thread t in [0, size()), the caller being
-  // t = 0, and returns when all calls have returned. If calls throw, the
+  // What a job needs of the threads. EveryThread: job(t) runs once on
+  // every thread t in [0, size()). Claimed: all of its work is claimed
+  // through claim() / for_chunks, so any of the threads can finish it, and
+  // the pool may run it on the caller alone (job(0)): it does so for a
+  // stretch of runs after the caller has spent more time waiting at the
+  // end of runs than in its own share of them, over 25 ms or more.
+  enum class Split { EveryThread, Claimed };
+
+  // Calls job(t) on the threads `split` asks for, the caller being t = 0,
+  // and returns when all calls have returned. If calls throw, the
   // exception of the lowest t is rethrown here once all have finished.
   // Not reentrant: a job must not call run().
-  void run(const std::function<void(int)>& job);
+  void run(const std::function<void(int)>& job, Split split = Split::EveryThread);
+
+  // Runs of Claimed jobs made on the caller alone so far (tests, diagnostics).
+  int64_t solo_runs() const { return solo_runs_; }
 
   // Within a job: claims `n` items of the counter run() zeroes, returning
   // the first (items past the caller's total mean the work is done).
@@ -62,6 +75,7 @@ class ThreadPool {
 
  private:
   void worker(int t);
+  void account(int64_t start, int64_t worked, int64_t end);
 
   int n_ = 1;
   std::vector<std::thread> threads_;
@@ -75,6 +89,13 @@ class ThreadPool {
   alignas(64) std::atomic<uint32_t> pending_{0};     // workers still in the run
   alignas(64) std::atomic<int64_t> next_{0};         // claim() counter
   std::atomic<bool> stop_{false};
+  // The caller-alone fallback: Claimed runs left to make alone; the length
+  // of the next stretch (doubling while the waits keep winning); windows
+  // since they last did; runs made alone so far; and the current window's
+  // start (monotonic ns, -1 before its first run) and the caller's time
+  // working and waiting in it, ns.
+  int64_t solo_left_ = 0, solo_len_ = 0, calm_windows_ = 0, solo_runs_ = 0;
+  int64_t window_start_ = -1, window_work_ = 0, window_wait_ = 0;
 };
 
 }  // namespace tern

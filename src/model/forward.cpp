@@ -65,7 +65,7 @@ void for_product_rows(ThreadPool& pool, const Products& ps, Rows rows, Fn fn) {
         first += M;
       }
     });
-  });
+  }, ThreadPool::Split::Claimed);
 }
 
 // fn(i) for each item i < items (by default the n tokens of a batch): over
@@ -84,7 +84,7 @@ void per_token(ThreadPool& pool, int n, F fn, int items = -1) {
     pool.for_chunks(items, 2, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) fn(int(i));
     });
-  });
+  }, ThreadPool::Split::Claimed);
 }
 
 // Tokens whose attention runs as one batch per KV head: enough for the dense
@@ -318,7 +318,7 @@ void Model::linears(std::initializer_list<Product> ps, const float* x, int n, in
       for (size_t i = 0; i < size_t(n); ++i)
         glu(g.y + i * size_t(H) + size_t(r0), u.y + i * size_t(H) + size_t(r0), int(r1 - r0));
     });
-  });
+  }, ThreadPool::Split::Claimed);
 }
 
 std::span<const float> Model::forward(std::span<const int32_t> tokens, int pos, bool all_logits) {
@@ -481,7 +481,7 @@ void Model::forward_batch(const int32_t* tokens, int n, int pos, float* logits, 
           std::copy_n(qo + size_t(i) * G * HD, size_t(G) * HD,
                       s.xb2.data() + size_t(i0 + i) * QD + size_t(g) * G * HD);
       });
-    });
+    }, ThreadPool::Split::Claimed);
     linears({{&L.wo, s.xb.data()}}, s.xb2.data(), n, QD, nullptr, [&](int i) {
       float* a = s.xb2.data() + size_t(i) * QD;
       if (L.attn_sub_norm) ops::rmsnorm(a, a, L.attn_sub_norm, QD, c.norm_eps);
@@ -512,7 +512,7 @@ void Model::forward_batch(const int32_t* tokens, int n, int pos, float* logits, 
     pool_->for_chunks(V, row_chunk(V, pool_->size()), [&](int64_t r0, int64_t r1) {
       kernels_->dense_gemm(w.output, s.xb.data() + size_t(first) * D, n - first, logits, V, r0, r1);
     });
-  });
+  }, ThreadPool::Split::Claimed);
 }
 
 }  // namespace tern

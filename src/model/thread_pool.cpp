@@ -36,6 +36,19 @@ inline void cpu_relax() {
 // 20-60 us, depending on the cost of a pause.
 constexpr int kSpins = 1 << 10;
 constexpr int kMaxRounds = 16;
+// The caller-alone fallback (thread_pool.h). A region with both threads
+// takes the caller's share plus its wait for the others; alone it takes
+// both shares. So once the waits outgrow the caller's own work, the second
+// thread costs more than it gives: a busy loop on a worker's core makes
+// the caller wait out the worker's preemptions at region after region
+// (a millisecond or more each). The host's pauses of a virtual CPU (a few
+// milliseconds, a few times a second) and a niced process's short slices
+// stay below that. Windows of at least kWindowNs; stretches of kSoloFirst
+// runs (about one decode step at S's shape), doubling to kSoloMax while the
+// waits keep winning, back to kSoloFirst after kCalmWindows windows in
+// which they did not.
+constexpr int64_t kWindowNs = 25000000;
+constexpr int64_t kSoloFirst = 128, kSoloMax = 8192, kCalmWindows = 40;
 
 // -1 when the clock cannot be read; clockid_t(-1), the pool's "no clock",
 // is never valid (its low bits name no CPU-time clock).
@@ -135,10 +148,18 @@ void ThreadPool::worker(int t) {
   }
 }
 
-void ThreadPool::run(const std::function<void(int)>& job) {
+void ThreadPool::run(const std::function<void(int)>& job, Split split) {
+  next_.store(0, std::memory_order_relaxed);
+  if (n_ > 1 && split == Split::Claimed && solo_left_ > 0) {
+    // The workers are not woken: they sleep after their spin, and the
+    // scheduler can give the caller whichever core is free.
+    --solo_left_;
+    ++solo_runs_;
+    return job(0);
+  }
   for (std::exception_ptr& e : errors_) e = nullptr;
   job_ = &job;
-  next_.store(0, std::memory_order_relaxed);
+  const int64_t start = n_ > 1 ? clock_ns(CLOCK_MONOTONIC) : 0;
   uint32_t gen = 0;
   if (n_ > 1) {
     clockid_t self;
@@ -153,6 +174,7 @@ void ThreadPool::run(const std::function<void(int)>& job) {
   } catch (...) {
     errors_[0] = std::current_exception();
   }
+  const int64_t worked = n_ > 1 ? clock_ns(CLOCK_MONOTONIC) : 0;
   // Spins on only while every worker still in the job is on a CPU.
   bool first = true;
   const auto workers_running = [&](int64_t wall_ns) {
@@ -170,9 +192,29 @@ void ThreadPool::run(const std::function<void(int)>& job) {
   for (uint32_t left = pending_.load(std::memory_order_acquire); n_ > 1 && left != 0;
        left = pending_.load(std::memory_order_acquire))
     wait_while(pending_, left, workers_running);
+  if (n_ > 1) account(start, worked, clock_ns(CLOCK_MONOTONIC));
   job_ = nullptr;
   for (const std::exception_ptr& e : errors_)
     if (e) std::rethrow_exception(e);
+}
+
+// The caller worked from `start` to `worked` in a shared run and waited
+// for the workers until `end`.
+void ThreadPool::account(int64_t start, int64_t worked, int64_t end) {
+  if (start < 0 || worked < start || end < worked) return;  // no clock
+  if (window_start_ < 0) window_start_ = start;
+  window_work_ += worked - start;
+  window_wait_ += end - worked;
+  if (end - window_start_ < kWindowNs) return;
+  if (window_wait_ > window_work_) {
+    solo_len_ = solo_len_ == 0 ? kSoloFirst : std::min(2 * solo_len_, kSoloMax);
+    solo_left_ = solo_len_;
+    calm_windows_ = 0;
+  } else if (++calm_windows_ >= kCalmWindows) {
+    solo_len_ = 0;
+  }
+  window_start_ = -1;
+  window_work_ = window_wait_ = 0;
 }
 
 }  // namespace tern

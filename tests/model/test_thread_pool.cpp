@@ -140,6 +140,45 @@ TEST(ThreadPool, WaiterSleepsWhileTheWorkerIsOffTheCpu) {
   EXPECT_LT(cpu_ms, 20.0) << "the caller spun through the worker's sleep";
 }
 
+// A worker that keeps the caller waiting (here it sleeps in each chunk it
+// claims, as a worker preempted by another process would stop) makes the
+// caller wait longer than it works; Claimed jobs then go to the caller
+// alone, still covering every item once, while jobs that need every
+// thread still reach them all.
+TEST(ThreadPool, ClaimedJobsGoToTheCallerWhenWaitsOutgrowItsWork) {
+  tern::ThreadPool pool(2);
+  constexpr int64_t kItems = 16;
+  std::vector<std::atomic<int>> hits(kItems);
+  bool covered = true;
+  int runs = 0;
+  for (; runs < 200 && pool.solo_runs() == 0; ++runs) {
+    for (auto& h : hits) h.store(0);
+    pool.run([&](int t) {
+      pool.for_chunks(kItems, 1, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) hits[size_t(i)].fetch_add(1);
+        if (t == 1) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      });
+    }, tern::ThreadPool::Split::Claimed);
+    for (auto& h : hits) covered &= h.load() == 1;
+  }
+  EXPECT_GT(pool.solo_runs(), 0) << "still sharing after " << runs << " runs";
+  EXPECT_TRUE(covered);
+  // The stretch alone has just begun.
+  std::atomic<int> ran{0};
+  pool.run([&](int) { ran.fetch_add(1); });
+  EXPECT_EQ(ran.load(), 2);
+  for (auto& h : hits) h.store(0);
+  const int64_t before = pool.solo_runs();
+  pool.run([&](int t) {
+    EXPECT_EQ(t, 0);
+    pool.for_chunks(kItems, 1, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) hits[size_t(i)].fetch_add(1);
+    });
+  }, tern::ThreadPool::Split::Claimed);
+  EXPECT_EQ(pool.solo_runs(), before + 1);
+  for (auto& h : hits) EXPECT_EQ(h.load(), 1);
+}
+
 // The bundled model: logits of a prompt and a decode step are the same bit
 // for bit with 1, 2 and 3 threads (rows are claimed in different chunks by
 // different threads, but every row's sum is computed the same way). Batches
