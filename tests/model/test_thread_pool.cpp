@@ -140,23 +140,31 @@ TEST(ThreadPool, WaiterSleepsWhileTheWorkerIsOffTheCpu) {
   EXPECT_LT(cpu_ms, 20.0) << "the caller spun through the worker's sleep";
 }
 
-// A worker that keeps the caller waiting (here it sleeps in each chunk it
+// A worker that keeps the caller waiting (here it sleeps in each item it
 // claims, as a worker preempted by another process would stop) makes the
 // caller wait longer than it works; Claimed jobs then go to the caller
 // alone, still covering every item once, while jobs that need every
-// thread still reach them all.
+// thread still reach them all. The caller's items take 50 us each, so
+// the worker wakes in time to claim one even on a loaded machine.
 TEST(ThreadPool, ClaimedJobsGoToTheCallerWhenWaitsOutgrowItsWork) {
   tern::ThreadPool pool(2);
   constexpr int64_t kItems = 16;
   std::vector<std::atomic<int>> hits(kItems);
   bool covered = true;
   int runs = 0;
-  for (; runs < 200 && pool.solo_runs() == 0; ++runs) {
+  const auto start = std::chrono::steady_clock::now();
+  for (; pool.solo_runs() == 0 && std::chrono::steady_clock::now() - start < std::chrono::seconds(10); ++runs) {
     for (auto& h : hits) h.store(0);
     pool.run([&](int t) {
       pool.for_chunks(kItems, 1, [&](int64_t b, int64_t e) {
         for (int64_t i = b; i < e; ++i) hits[size_t(i)].fetch_add(1);
-        if (t == 1) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        if (t == 1) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(3));
+          return;
+        }
+        const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(50);
+        while (std::chrono::steady_clock::now() < until) {
+        }
       });
     }, tern::ThreadPool::Split::Claimed);
     for (auto& h : hits) covered &= h.load() == 1;
