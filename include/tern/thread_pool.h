@@ -50,7 +50,7 @@ class ThreadPool {
   // through claim() / for_chunks, so any of the threads can finish it, and
   // the pool may run it on the caller alone (job(0)): it does so for a
   // stretch of runs after the caller has spent more time waiting at the
-  // end of runs than in its own share of them, over 25 ms or more.
+  // end of Claimed runs than in its own share of them, over 25 ms or more.
   enum class Split { EveryThread, Claimed };
 
   // Calls job(t) on the threads `split` asks for, the caller being t = 0,

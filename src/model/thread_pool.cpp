@@ -192,7 +192,9 @@ void ThreadPool::run(const std::function<void(int)>& job, Split split) {
   for (uint32_t left = pending_.load(std::memory_order_acquire); n_ > 1 && left != 0;
        left = pending_.load(std::memory_order_acquire))
     wait_while(pending_, left, workers_running);
-  if (n_ > 1) account(start, worked, clock_ns(CLOCK_MONOTONIC));
+  // Only Claimed runs could have gone to the caller alone, so only their
+  // waits argue for it; an EveryThread run's shares are fixed by its job.
+  if (n_ > 1 && split == Split::Claimed) account(start, worked, clock_ns(CLOCK_MONOTONIC));
   job_ = nullptr;
   for (const std::exception_ptr& e : errors_)
     if (e) std::rethrow_exception(e);

@@ -140,29 +140,37 @@ TEST(ThreadPool, WaiterSleepsWhileTheWorkerIsOffTheCpu) {
   EXPECT_LT(cpu_ms, 20.0) << "the caller spun through the worker's sleep";
 }
 
-// A worker that keeps the caller waiting (here it sleeps in each item it
-// claims, as a worker preempted by another process would stop) makes the
+// A worker that keeps the caller waiting (here it sleeps before it claims
+// anything, as a worker preempted by another process would) makes the
 // caller wait longer than it works; Claimed jobs then go to the caller
 // alone, still covering every item once, while jobs that need every
-// thread still reach them all. The caller's items take 50 us each, so
-// the worker wakes in time to claim one even on a loaded machine.
+// thread still reach them all. The worker sleeps before claiming, not
+// inside an item: how soon a woken worker gets a CPU differs between
+// machines (under ctest -j2 on one CI machine it never claimed an item
+// before the caller had done them all), and the wait must not depend on it.
+// EveryThread runs in between do not count: their long waits would
+// otherwise switch the pool over on their own.
 TEST(ThreadPool, ClaimedJobsGoToTheCallerWhenWaitsOutgrowItsWork) {
   tern::ThreadPool pool(2);
   constexpr int64_t kItems = 16;
   std::vector<std::atomic<int>> hits(kItems);
+  for (int i = 0; i < 20; ++i)
+    pool.run([](int t) {
+      if (t == 1) std::this_thread::sleep_for(std::chrono::milliseconds(3));
+    });
+  std::atomic<int> called{0};
+  pool.run([&](int) { called.fetch_add(1); }, tern::ThreadPool::Split::Claimed);
+  EXPECT_EQ(called.load(), 2) << "EveryThread waits switched the pool to the caller alone";
   bool covered = true;
   int runs = 0;
   const auto start = std::chrono::steady_clock::now();
   for (; pool.solo_runs() == 0 && std::chrono::steady_clock::now() - start < std::chrono::seconds(10); ++runs) {
     for (auto& h : hits) h.store(0);
     pool.run([&](int t) {
+      if (t == 1) std::this_thread::sleep_for(std::chrono::milliseconds(3));
       pool.for_chunks(kItems, 1, [&](int64_t b, int64_t e) {
         for (int64_t i = b; i < e; ++i) hits[size_t(i)].fetch_add(1);
-        if (t == 1) {
-          std::this_thread::sleep_for(std::chrono::milliseconds(3));
-          return;
-        }
-        const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(50);
+        const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(20);
         while (std::chrono::steady_clock::now() < until) {
         }
       });
