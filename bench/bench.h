@@ -23,8 +23,14 @@ int64_t l3_bytes(std::string* source = nullptr);
 // A working set this large cannot stay in any cache: 4 x L3.
 inline int64_t cold_bytes() { return 4 * l3_bytes(); }
 
-// 64-byte aligned buffers of weight copies, rounded up to whole 64 bytes.
+// Buffers of weight copies: 64-byte aligned and rounded up to whole 64
+// bytes; from 2 MiB up, 2 MiB aligned on transparent huge pages, as the
+// prepared layouts and the roof's buffer are, so a kernel that reads the
+// GGUF layout in place is timed on the same page size as the roof beside it
+// (with THP in madvise mode these copies were on 4 KiB pages; the in-place
+// avx2 kernel's cold figures rose 1-3 points of roof, see PERFORMANCE.md).
 constexpr size_t kAlignBytes = 64;
+constexpr size_t kHugeBytes = size_t(1) << 21;
 struct FreeDeleter {
   void operator()(uint8_t* p) const { std::free(p); }
 };

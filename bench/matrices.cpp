@@ -3,6 +3,7 @@
 // evicted; the copies differ in content (random blocks negated) so no layer
 // below us (KSM on a VM host, say) can merge them into one physical copy.
 #include <omp.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -19,9 +20,13 @@
 namespace tern::bench {
 
 Buf aligned_buf(size_t bytes) {
-  const size_t n = (bytes + kAlignBytes - 1) / kAlignBytes * kAlignBytes;
-  auto* p = static_cast<uint8_t*>(std::aligned_alloc(kAlignBytes, n == 0 ? kAlignBytes : n));
+  const size_t align = bytes >= kHugeBytes ? kHugeBytes : kAlignBytes;
+  const size_t n = (bytes + align - 1) / align * align;
+  auto* p = static_cast<uint8_t*>(std::aligned_alloc(align, n == 0 ? align : n));
   if (p == nullptr) throw Error("bench: cannot allocate " + std::to_string(n) + " bytes");
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  if (align == kHugeBytes) madvise(p, n, MADV_HUGEPAGE);  // before the first touch
+#endif
   return Buf(p);
 }
 
