@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "tern/aligned_buffer.h"
 #include "tern/kernels.h"
 
 namespace benchmark {
@@ -23,19 +24,12 @@ int64_t l3_bytes(std::string* source = nullptr);
 // A working set this large cannot stay in any cache: 4 x L3.
 inline int64_t cold_bytes() { return 4 * l3_bytes(); }
 
-// Buffers of weight copies: 64-byte aligned and rounded up to whole 64
-// bytes; from 2 MiB up, 2 MiB aligned on transparent huge pages, as the
-// prepared layouts and the roof's buffer are, so a kernel that reads the
-// GGUF layout in place is timed on the same page size as the roof beside it
-// (with THP in madvise mode these copies were on 4 KiB pages; the in-place
-// avx2 kernel's cold figures rose 1-3 points of roof, see PERFORMANCE.md).
-constexpr size_t kAlignBytes = 64;
-constexpr size_t kHugeBytes = size_t(1) << 21;
-struct FreeDeleter {
-  void operator()(uint8_t* p) const { std::free(p); }
-};
-using Buf = std::unique_ptr<uint8_t[], FreeDeleter>;
-Buf aligned_buf(size_t bytes);  // throws tern::Error if allocation fails
+// Weight copies come from tern::alloc_aligned, as the prepared layouts and
+// the roof's buffer do: from 2 MiB up on transparent huge pages, so a kernel
+// that reads the GGUF layout in place is timed on the same page size as the
+// roof beside it (with THP in madvise mode, copies from plain malloc were on
+// 4 KiB pages; the in-place avx2 kernel's cold figures rose 1-3 points of
+// roof, see PERFORMANCE.md).
 
 // Throws tern::Error if `extra` more bytes would leave too little memory for
 // the rest of the machine (the box is shared); `what` names the allocation.

@@ -44,7 +44,7 @@ constexpr int kStages = 2;
 
 // Copies of a random W2 matrix: 1 (warm) or enough to exceed cold_bytes().
 struct PhaseCopies {
-  std::vector<Buf> data;
+  std::vector<AlignedBuffer> data;
   std::vector<float> scales;
   std::vector<PhaseMatrix> mats;
   int64_t bytes = 0;  // one matrix's planes
@@ -67,7 +67,7 @@ PhaseCopies make_copies(const PhaseShape& s, bool cold) {
   c.scales.assign(4 * kStages, 0.0f);
   for (float& v : c.scales) v = 0.01f + float(rng() % 1000) / 4000.0f;
   for (int64_t k = 0; k < count; ++k) {
-    c.data.push_back(aligned_buf(size_t(c.bytes)));
+    c.data.push_back(alloc_aligned(size_t(c.bytes), "a Fairy2i matrix copy"));
     auto* w = reinterpret_cast<uint64_t*>(c.data.back().get());
     for (size_t i = 0; i < size_t(c.bytes) / 8; ++i) w[i] = rng();
     c.mats.push_back(PhaseMatrix{n, cols, kStages, c.data.back().get(), c.scales.data()});

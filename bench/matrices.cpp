@@ -3,7 +3,6 @@
 // evicted; the copies differ in content (random blocks negated) so no layer
 // below us (KSM on a VM host, say) can merge them into one physical copy.
 #include <omp.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -18,17 +17,6 @@
 #include "tern/quant.h"
 
 namespace tern::bench {
-
-Buf aligned_buf(size_t bytes) {
-  const size_t align = bytes >= kHugeBytes ? kHugeBytes : kAlignBytes;
-  const size_t n = (bytes + align - 1) / align * align;
-  auto* p = static_cast<uint8_t*>(std::aligned_alloc(align, n == 0 ? align : n));
-  if (p == nullptr) throw Error("bench: cannot allocate " + std::to_string(n) + " bytes");
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-  if (align == kHugeBytes) madvise(p, n, MADV_HUGEPAGE);  // before the first touch
-#endif
-  return Buf(p);
-}
 
 namespace {
 
@@ -78,7 +66,7 @@ struct RawSet {
   gguf::TensorType type = gguf::TensorType::TQ2_0;
   int64_t M = 0, K = 0, row_bytes = 0;
   std::vector<float> scale;
-  std::vector<Buf> copies;
+  std::vector<AlignedBuffer> copies;
   size_t next = 0, warm_next = 0;
 };
 
@@ -102,7 +90,7 @@ void make_original(RawSet& r, gguf::TensorType type, int64_t M, int64_t K) {
   r.K = K;
   r.row_bytes = ternary_row_bytes(type, K);
   r.scale.resize(size_t(M));
-  Buf data = aligned_buf(size_t(matrix_bytes(r)));
+  AlignedBuffer data = alloc_aligned(size_t(matrix_bytes(r)), "a benchmark weight matrix");
   std::vector<int8_t> trits(static_cast<size_t>(K));
   uint64_t seed = 0x7465726eull ^ uint64_t(M) << 20 ^ uint64_t(K) << 40 ^ uint64_t(type);
   for (int64_t row = 0; row < M; ++row) {
@@ -131,7 +119,7 @@ void ensure_copies(RawSet& r, size_t n) {
   const uint8_t* src = r.copies[0].get();
   uint64_t seed = 0x636f7079ull + r.copies.size();
   while (r.copies.size() < n) {
-    Buf b = aligned_buf(size_t(matrix_bytes(r)));
+    AlignedBuffer b = alloc_aligned(size_t(matrix_bytes(r)), "a benchmark weight copy");
     std::memcpy(b.get(), src, size_t(matrix_bytes(r)));
     for (int64_t i = 0; i < blocks; i += 64) {
       const uint64_t flip = splitmix(seed);

@@ -6,9 +6,6 @@
 // loop prefetches ahead; either one alone left 10-15% of the bandwidth
 // unused on one core.
 #include <omp.h>
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
 
 #include <cstdlib>
 #include <cstring>
@@ -22,25 +19,18 @@ namespace {
 
 constexpr size_t kChunk = kReadChunk;
 
-struct FreeDeleter {
-  void operator()(uint8_t* p) const { std::free(p); }
-};
-std::unique_ptr<uint8_t[], FreeDeleter> g_buf;
+AlignedBuffer g_buf;
 size_t g_bytes = 0;
 
 }  // namespace
 
 RoofBuffer roof_buffer() {
   if (!g_buf) {
-    constexpr size_t kUnit = size_t(kRoofSlices) << 21;  // whole 2 MiB pages per slice
+    constexpr size_t kUnit = size_t(kRoofSlices) * kHugePageBytes;  // whole huge pages per slice
     const size_t bytes = (size_t(cold_bytes()) + kUnit - 1) / kUnit * kUnit;
     check_fits(int64_t(bytes), "read-roof buffer");
-    auto* p = static_cast<uint8_t*>(std::aligned_alloc(1u << 21, bytes));
-    if (p == nullptr) throw Error("bench: cannot allocate " + std::to_string(bytes) + " bytes for the read roof");
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-    madvise(p, bytes, MADV_HUGEPAGE);  // before the first touch, which allocates the pages
-#endif
-    g_buf.reset(p);
+    g_buf = alloc_aligned(bytes, "the read-roof buffer");
+    uint8_t* p = g_buf.get();
     g_bytes = bytes;
     // Distinct content per word: no zero-page or merged pages to read instead.
     uint64_t* w = reinterpret_cast<uint64_t*>(p);

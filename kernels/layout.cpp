@@ -1,16 +1,13 @@
 // The prepared-layout header and its checks (layout.h).
 #include "layout.h"
 
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
-
 #include <cstring>
 #include <mutex>
 #include <new>
 #include <string>
 
 #include "kernel_sets.h"
+#include "tern/aligned_buffer.h"
 #include "tern/error.h"
 
 namespace tern::kernels_detail {
@@ -26,35 +23,22 @@ struct Header {
 };
 static_assert(sizeof(Header) <= kLayoutHeaderBytes, "the header must fit before the aligned body");
 
-constexpr size_t kAlign = 64;
-// A layout of 2 MiB or more starts on a 2 MiB boundary and asks for
-// transparent huge pages: streamed from DRAM, the weights cross no 4 KiB
-// page boundary, where the hardware prefetchers stop and restart
-// (docs/PERFORMANCE.md: about 8% more bandwidth on one core). Advice only;
-// without THP the pages are ordinary ones.
-constexpr size_t kHugePage = size_t(1) << 21;
-// Smaller layouts (bitnet_b1_58-large's 1536 x 1536 matrices are 0.6 MB)
-// would each get 4 KiB pages of their own, and decode at that shape ran
-// about 4-5% slower for it (docs/PERFORMANCE.md). From kSlabMin up they are
-// cut from shared huge-page slabs instead; below it a matrix is too small
-// for its pages to matter, and a slab's first touch (2 MiB zeroed) would
-// cost more than the matrix.
+// A layout of 2 MiB or more gets its own huge-page-aligned buffer
+// (tern/aligned_buffer.h). Smaller layouts (bitnet_b1_58-large's
+// 1536 x 1536 matrices are 0.6 MB) would each get 4 KiB pages of their own,
+// and decode at that shape ran about 4-5% slower for it
+// (docs/PERFORMANCE.md). From kSlabMin up they are cut from shared
+// huge-page slabs instead; below it a matrix is too small for its pages to
+// matter, and a slab's first touch (2 MiB zeroed) would cost more than the
+// matrix.
 constexpr size_t kSlabMin = size_t(64) << 10;
 constexpr size_t kSlabBytes = size_t(32) << 20;
 constexpr size_t kSlabStep = 4096;  // each layout starts on its own page
 
-struct AlignedFree {
-  size_t align;
-  void operator()(const void* p) const { ::operator delete(const_cast<void*>(p), std::align_val_t(align)); }
-};
-
-std::shared_ptr<void> alloc_aligned(size_t bytes, size_t align) {
-  const size_t total = (bytes + align - 1) / align * align;
-  void* mem = ::operator new(total, std::align_val_t(align));
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-  if (align == kHugePage) madvise(mem, total, MADV_HUGEPAGE);
-#endif
-  return std::shared_ptr<void>(mem, AlignedFree{align});
+std::shared_ptr<void> alloc_shared(size_t bytes) {
+  AlignedBuffer buf = alloc_aligned(bytes, "a prepared weight layout");
+  const AlignedFree free = buf.get_deleter();
+  return std::shared_ptr<void>(buf.release(), free);
 }
 
 // Layouts cut from a slab share its ownership (shared_ptr's aliasing
@@ -69,7 +53,7 @@ class SlabAllocator {
     const std::lock_guard<std::mutex> lock(mu_);
     std::shared_ptr<void> slab = slab_.lock();
     if (!slab || used_ + need > kSlabBytes) {
-      slab = alloc_aligned(kSlabBytes, kHugePage);
+      slab = alloc_shared(kSlabBytes);
       slab_ = slab;
       used_ = 0;
     }
@@ -108,8 +92,7 @@ const char* layout_kind_name(LayoutKind kind) {
 }
 
 std::shared_ptr<void> alloc_layout(size_t bytes) {
-  if (bytes >= kHugePage) return alloc_aligned(bytes, kHugePage);
-  if (bytes < kSlabMin) return alloc_aligned(bytes, kAlign);
+  if (bytes >= kHugePageBytes || bytes < kSlabMin) return alloc_shared(bytes);
   static SlabAllocator slabs;
   return slabs.alloc(bytes);
 }

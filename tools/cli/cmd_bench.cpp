@@ -5,9 +5,6 @@
 // what makes a decode figure comparable across machines: the bytes one
 // token reads, the plain read bandwidth measured in the same run on the
 // same threads (the roof), and the fraction of it the decode reached.
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
 
 #include <algorithm>
 #include <chrono>
@@ -21,6 +18,7 @@
 
 #include "cli/bench_output.h"
 #include "cli/commands.h"
+#include "tern/aligned_buffer.h"
 #include "tern/error.h"
 #include "tern/kernels.h"
 #include "tern/thread_pool.h"
@@ -57,23 +55,16 @@ std::string iso_time() {
 // of three passes over a buffer filled once (distinct words, so no shared
 // zero page is read instead), on huge pages as the prepared weights are.
 double read_roof(size_t bytes, int threads) {
-  constexpr size_t kPage = size_t(1) << 21;
-  bytes = (bytes + kPage - 1) / kPage * kPage;
-  struct Free {
-    void operator()(uint64_t* p) const { std::free(p); }
-  };
-  std::unique_ptr<uint64_t, Free> buf(static_cast<uint64_t*>(std::aligned_alloc(kPage, bytes)));
-  if (!buf) throw Error("bench: cannot allocate " + std::to_string(bytes) + " bytes to measure the read roof");
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-  madvise(buf.get(), bytes, MADV_HUGEPAGE);
-#endif
+  bytes = (bytes + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
+  const AlignedBuffer mem = alloc_aligned(bytes, "the read-roof buffer");
+  auto* buf = reinterpret_cast<uint64_t*>(mem.get());
   ThreadPool pool(threads);
   const size_t words = bytes / 8, nt = size_t(threads);
   pool.run([&](int t) {  // each thread faults in the pages it will read
     for (size_t i = words * size_t(t) / nt; i < words * size_t(t + 1) / nt; ++i)
-      buf.get()[i] = i * 0x9E3779B97F4A7C15ull;
+      buf[i] = i * 0x9E3779B97F4A7C15ull;
   });
-  const auto* p = reinterpret_cast<const uint8_t*>(buf.get());
+  const auto* p = mem.get();
   const size_t chunks = bytes / kReadChunk;
   double best = 0;
   volatile uint64_t sink = 0;
