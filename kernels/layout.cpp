@@ -3,7 +3,6 @@
 
 #include <cstring>
 #include <mutex>
-#include <new>
 #include <string>
 
 #include "kernel_sets.h"

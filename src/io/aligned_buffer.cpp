@@ -17,7 +17,7 @@ void AlignedFree::operator()(uint8_t* p) const { ::operator delete(p, std::align
 AlignedBuffer alloc_aligned(size_t bytes, const char* what) {
   const size_t align = bytes >= kHugePageBytes ? kHugePageBytes : kCacheLineBytes;
   const size_t total = bytes == 0 ? align : (bytes + align - 1) / align * align;
-  if (total < bytes) throw Error(std::string("cannot allocate ") + std::to_string(bytes) + " bytes for " + what);
+  if (total < bytes) throw Error("cannot allocate " + byte_size(bytes) + " for " + what);
   void* mem = ::operator new(total, std::align_val_t(align), std::nothrow);
   if (mem == nullptr) throw Error("cannot allocate " + byte_size(total) + " for " + what);
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
