@@ -138,8 +138,8 @@ void rows_i8(const TernaryMatrix& w, const Source& src, const int8_t* const* q, 
     // One vector: two TQ2_0 rows at a time share each activation load
     // (measured ~5% in L2; TQ1_0 is bound by its decode and gains nothing).
     // Pairs are taken alternately from the two halves of the range, so the
-    // loads form two streams: as one stream, the loop took 1.24-1.30x the
-    // F16/BF16 head's time per byte in the same decode, as two 1.06-1.14x
+    // loads form two streams: as one stream, the loop took 1.28-1.34x the
+    // F16/BF16 head's time per byte in the same decode, as two 1.09-1.19x
     // (perf, Xeon, S and L; four streams were no better). Each pair's sums
     // are its own, so the order changes no result.
     const int64_t pairs = (r1 - r0) / 2, half = (pairs + 1) / 2;

@@ -209,9 +209,9 @@ void decode_groups(const uint8_t* packed, int64_t group_bytes, int64_t K, const 
                    int32_t* sums, int64_t G0, int64_t G1) {
   const __m128i bias = _mm_set1_epi32(qsum);
   // Groups taken alternately from the two halves of [G0, G1), so the loads
-  // form two streams: as one contiguous stream the loop took 1.03-1.14x the
+  // form two streams: as one contiguous stream the loop took 1.07-1.14x the
   // time per byte of the head's four row streams in the same decode, as two
-  // 0.99-1.06x (perf, Xeon, S and L; four streams were no better than two,
+  // 1.03-1.06x (perf, Xeon, S and L; four streams were no better than two,
   // eight worse). Each group's sums are its own, so no result changes.
   const int64_t half = (G1 - G0 + 1) / 2;
   for (int64_t i = 0; i < G1 - G0; ++i) {
