@@ -28,4 +28,18 @@ using AlignedBuffer = std::unique_ptr<uint8_t[], AlignedFree>;
 // ("cannot allocate 3.2 GiB for WHAT") if the allocation fails.
 AlignedBuffer alloc_aligned(size_t bytes, const char* what);
 
+struct ZeroedFree {
+  size_t bytes = 0;     // of the mapping, when `mapped`
+  bool mapped = false;  // an anonymous mapping of its own, else calloc's
+  void operator()(uint8_t* p) const;
+};
+using ZeroedBuffer = std::unique_ptr<uint8_t[], ZeroedFree>;
+
+// `bytes` of zeros on pages that commit no memory until written: calloc
+// (whose large blocks are fresh mappings), or, with `huge` and from
+// kHugePageBytes up, a mapping of its own on a 2 MiB boundary with the
+// huge-page advice, for arrays whose pages fill in order. Throws
+// std::bad_alloc.
+ZeroedBuffer alloc_zeroed(size_t bytes, bool huge);
+
 }  // namespace tern

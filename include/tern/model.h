@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "tern/aligned_buffer.h"
 #include "tern/family.h"
 #include "tern/gguf.h"
 #include "tern/kernels.h"
@@ -121,26 +122,25 @@ struct Weights {
   Linear output_phase;                // Fairy2i: the head [vocab x dim] as a phase linear
 };
 
-// A zero-filled array from calloc. Large ones come straight from mmap, so
-// pages never written take no memory: a KV cache sized for the trained
-// context costs only the positions a run reaches.
+// A zero-filled array whose pages take no memory until written, so a KV
+// cache sized for the trained context costs only the positions a run
+// reaches. `huge`: on 2 MiB pages (alloc_zeroed), for an array that fills
+// in order.
 template <class T>
 class ZeroedArray {
  public:
-  void assign(size_t n) {
-    p_.reset(n ? static_cast<T*>(std::calloc(n, sizeof(T))) : nullptr);
-    if (n && !p_) throw std::bad_alloc();
+  void assign(size_t n, bool huge = false) {
+    p_.reset();  // the old array's pages go back before the new one's are asked for
+    if (n > SIZE_MAX / sizeof(T)) throw std::bad_alloc();
+    p_ = alloc_zeroed(n * sizeof(T), huge);
     n_ = n;
   }
-  T* data() { return p_.get(); }
-  const T* data() const { return p_.get(); }
+  T* data() { return reinterpret_cast<T*>(p_.get()); }
+  const T* data() const { return reinterpret_cast<const T*>(p_.get()); }
   size_t size() const { return n_; }
 
  private:
-  struct Free {
-    void operator()(T* p) const { std::free(p); }
-  };
-  std::unique_ptr<T, Free> p_;
+  ZeroedBuffer p_;
   size_t n_ = 0;
 };
 
@@ -194,11 +194,14 @@ struct RunState {
   // for every cache type. Untiled, row d held dimension d of every
   // position, max_seq apart: a token's value stores touched head_dim pages
   // per KV head (a TLB miss each), and the first prompt faulted in a
-  // quarter of the cache.
+  // quarter of the cache. Tiles are outermost, one tile of every layer and
+  // head after another, on huge pages: a token's value stores then touch
+  // a few 2 MiB pages instead of head_dim / 4 small ones per KV head and
+  // layer, and each huge page is written only once positions reach it.
   gguf::TensorType k_type = gguf::TensorType::F32, v_type = gguf::TensorType::F32;
   ZeroedArray<uint8_t> key_cache;    // [n_layers][n_kv_heads][max_seq][head_dim] of k_type
-  ZeroedArray<uint8_t> value_cache;  // [n_layers][n_kv_heads][value_tiles(max_seq)][head_dim]
-                                     // [kValueTile] of v_type
+  ZeroedArray<uint8_t> value_cache;  // [value_tiles(max_seq)][n_layers][n_kv_heads][head_dim]
+                                     // [kValueTile] of v_type, on huge pages
 };
 
 // How the linears of a float-activation model (TriLM) take their input.

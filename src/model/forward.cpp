@@ -170,7 +170,7 @@ void Model::resize_state(int max_seq, int max_batch) {
   const size_t cache = size_t(c.n_layers) * c.kv_dim();
   s.key_cache.assign(cache * size_t(max_seq) * size_t(dense_row_bytes(s.k_type, 1)));
   s.value_cache.assign(cache * size_t(value_tiles(max_seq)) * kValueTile *
-                       size_t(dense_row_bytes(s.v_type, 1)));
+                       size_t(dense_row_bytes(s.v_type, 1)), true);
 }
 
 int Model::quantize_input(size_t i, const float* in, int64_t len, int8_t* q, int64_t stride) {
@@ -357,9 +357,9 @@ void Model::forward_batch(const int32_t* tokens, int n, int pos, float* logits, 
     ops::rope_angles(s.rope_cs.data() + size_t(i) * HD, HD, pos + i, c.rope_theta);
   const auto rope = c.rope == RopeStyle::Pairs ? ops::rope : ops::rope_halves;
   const int NKV = c.n_kv_heads, G = c.n_heads / c.n_kv_heads;
-  const size_t S = size_t(s.max_seq), VT = size_t(value_tiles(s.max_seq)),
-               ek = size_t(dense_row_bytes(s.k_type, 1)),
+  const size_t S = size_t(s.max_seq), ek = size_t(dense_row_bytes(s.k_type, 1)),
                ev = size_t(dense_row_bytes(s.v_type, 1));
+  const size_t value_tile_bytes = size_t(c.n_layers) * NKV * HD * kValueTile * ev;  // one tile of every layer
   const float scale = 1.0f / std::sqrt(float(HD));
   // Token i's sublayer output (o or down, in xb) into the residual stream x.
   const auto add_residual = [&](int i) {
@@ -370,11 +370,11 @@ void Model::forward_batch(const int32_t* tokens, int n, int pos, float* logits, 
   for (int l = 0; l < c.n_layers; ++l) {
     const LayerWeights& L = w.layers[size_t(l)];
     uint8_t* kc = s.key_cache.data() + size_t(l) * NKV * S * HD * ek;    // [NKV][S][HD]
-    uint8_t* vc = s.value_cache.data() + size_t(l) * NKV * VT * HD * kValueTile * ev;  // [NKV][VT][HD][kValueTile]
+    uint8_t* vc = s.value_cache.data() + size_t(l) * NKV * HD * kValueTile * ev;  // tile 0: [NKV][HD][kValueTile]
     // Where position p of value dimension j = g * HD + d is.
     const auto value_at = [&](int j, int p) {
       const size_t g = size_t(j / HD), d = size_t(j % HD), tile = size_t(p / kValueTile);
-      return vc + (((g * VT + tile) * HD + d) * kValueTile + size_t(p % kValueTile)) * ev;
+      return vc + tile * value_tile_bytes + ((g * HD + d) * kValueTile + size_t(p % kValueTile)) * ev;
     };
 
     linears({{&L.wq, s.q.data()}, {&L.wk, s.k.data()}, {&L.wv, s.v.data()}}, s.xb.data(), n, D, nullptr,
