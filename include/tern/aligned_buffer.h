@@ -1,6 +1,8 @@
 // Buffers that are streamed from DRAM (prepared weights, benchmark copies,
 // the read-roof buffer): one allocation rule for all of them, so a kernel
 // and the roof it is compared with are read from the same kind of pages.
+// And zero-filled arrays that commit pages only as they are written (the
+// KV cache).
 #pragma once
 #include <cstddef>
 #include <cstdint>

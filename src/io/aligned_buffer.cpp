@@ -50,8 +50,7 @@ ZeroedBuffer alloc_zeroed(size_t bytes, bool huge) {
     const uintptr_t at = reinterpret_cast<uintptr_t>(m);
     const uintptr_t start = (at + kHugePageBytes - 1) & ~uintptr_t(kHugePageBytes - 1);
     if (start > at) munmap(m, start - at);
-    if (start + total < at + total + kHugePageBytes)
-      munmap(reinterpret_cast<void*>(start + total), at + kHugePageBytes - start);
+    munmap(reinterpret_cast<void*>(start + total), at + kHugePageBytes - start);  // never empty
     madvise(reinterpret_cast<void*>(start), total, MADV_HUGEPAGE);
     return ZeroedBuffer(reinterpret_cast<uint8_t*>(start), ZeroedFree{total, true});
   }
