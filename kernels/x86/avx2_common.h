@@ -137,14 +137,10 @@ void rows_i8(const TernaryMatrix& w, const Source& src, const int8_t* const* q, 
   if constexpr (NV == 1 && !kTq1) {
     // One vector: two TQ2_0 rows at a time share each activation load
     // (measured ~5% in L2; TQ1_0 is bound by its decode and gains nothing).
-    // Pairs are taken alternately from the two halves of the range, so the
-    // loads form two streams: as one stream, the loop took 1.28-1.34x the
-    // F16/BF16 head's time per byte in the same decode, as two 1.09-1.19x
-    // (perf, Xeon, S and L; four streams were no better). Each pair's sums
-    // are its own, so the order changes no result.
-    const int64_t pairs = (r1 - r0) / 2, half = (pairs + 1) / 2;
+    // Pairs in two streams (two_stream_item).
+    const int64_t pairs = (r1 - r0) / 2;
     for (int64_t i = 0; i < pairs; ++i) {
-      const int64_t p = r0 + 2 * (i % 2 ? half + i / 2 : i / 2);
+      const int64_t p = r0 + 2 * two_stream_item(i, pairs);
       const uint8_t* ra = src.base + p * rb;
       typename Dot::template Acc<2, kTq1> acc;
       for (int64_t b = 0; b < nb; ++b) {

@@ -52,6 +52,7 @@
 #include "avx512_dense.h"
 #include "avx2_quant.h"
 #include "avx512_phase_i8.h"
+#include "prefetch.h"
 
 namespace tern::kernels_detail {
 namespace {
@@ -208,14 +209,9 @@ template <bool Base3>
 void decode_groups(const uint8_t* packed, int64_t group_bytes, int64_t K, const int8_t* q, int32_t qsum,
                    int32_t* sums, int64_t G0, int64_t G1) {
   const __m128i bias = _mm_set1_epi32(qsum);
-  // Groups taken alternately from the two halves of [G0, G1), so the loads
-  // form two streams: as one contiguous stream the loop took 1.07-1.14x the
-  // time per byte of the head's four row streams in the same decode, as two
-  // 1.03-1.06x (perf, Xeon, S and L; four streams were no better than two,
-  // eight worse). Each group's sums are its own, so no result changes.
-  const int64_t half = (G1 - G0 + 1) / 2;
+  // Groups in two streams (two_stream_item).
   for (int64_t i = 0; i < G1 - G0; ++i) {
-    const int64_t G = G0 + (i % 2 ? half + i / 2 : i / 2);
+    const int64_t G = G0 + two_stream_item(i, G1 - G0);
     const uint8_t* base = packed + G * group_bytes;
     const uint8_t* rows[kRowGroup] = {base, base + kUnitBytes, base + 2 * kUnitBytes, base + 3 * kUnitBytes};
     __m512i s[kRowGroup][1];
