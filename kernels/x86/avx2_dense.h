@@ -45,6 +45,45 @@ inline void dense_load16(const uint8_t* row, int64_t k, __m256& lo, __m256& hi) 
   }
 }
 
+// Lanes [k, k + rest) of a row (0 < rest < 16), zeros past them, with
+// masked loads that touch no byte past the row's end. The partial group was
+// first copied into zeroed stack buffers; at S's decode (value rows of up to
+// 255 positions, nearly always a partial group) the reload of those copies
+// stalled on store forwarding, a third of attention's dense time.
+template <TensorType T>
+inline void dense_tail16(const uint8_t* row, int64_t k, int rest, __m256& lo, __m256& hi) {
+  if constexpr (T == TensorType::F32) {
+    const float* p = reinterpret_cast<const float*>(row) + k;
+    const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    lo = _mm256_maskload_ps(p, _mm256_cmpgt_epi32(_mm256_set1_epi32(rest), lanes));
+    hi = _mm256_maskload_ps(p + 8, _mm256_cmpgt_epi32(_mm256_set1_epi32(rest - 8), lanes));
+  } else {
+    // Whole pairs of 16-bit values as int32 lanes, then an odd last value
+    // put in its lane alone.
+    const uint16_t* p = reinterpret_cast<const uint16_t*>(row) + k;
+    const __m128i pairs = _mm_setr_epi32(0, 1, 2, 3);
+    const int whole = rest / 2;
+    __m128i a = _mm_maskload_epi32(reinterpret_cast<const int*>(p),
+                                   _mm_cmpgt_epi32(_mm_set1_epi32(whole), pairs));
+    __m128i b = _mm_maskload_epi32(reinterpret_cast<const int*>(p + 8),
+                                   _mm_cmpgt_epi32(_mm_set1_epi32(whole - 4), pairs));
+    if (rest % 2) {
+      const int last = rest - 1;
+      const __m128i v = _mm_set1_epi16(short(p[last]));
+      const __m128i at = _mm_cmpeq_epi16(_mm_setr_epi16(0, 1, 2, 3, 4, 5, 6, 7), _mm_set1_epi16(short(last % 8)));
+      if (last < 8) a = _mm_blendv_epi8(a, v, at);
+      else b = _mm_blendv_epi8(b, v, at);
+    }
+    if constexpr (T == TensorType::F16) {
+      lo = _mm256_cvtph_ps(a);
+      hi = _mm256_cvtph_ps(b);
+    } else {
+      lo = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(a), 16));
+      hi = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(b), 16));
+    }
+  }
+}
+
 // Lanes j + 8, then j + 4, j + 2, j + 1, as the scalar set adds them.
 inline float dense_reduce16(__m256 lo, __m256 hi) {
   const __m256 v = _mm256_add_ps(lo, hi);
@@ -72,15 +111,12 @@ struct DenseRows {
       }
     }
     if (full < K) {  // the last partial group, zero-padded on both sides
-      const size_t rest = size_t(K - full);
-      alignas(32) float xt[16] = {};
-      std::memcpy(xt, x + full, rest * sizeof(float));
-      const __m256 xl = _mm256_load_ps(xt), xh = _mm256_load_ps(xt + 8);
+      const int rest = int(K - full);
+      __m256 xl, xh;
+      dense_tail16<TensorType::F32>(reinterpret_cast<const uint8_t*>(x), full, rest, xl, xh);
       for (int r = 0; r < R; ++r) {
-        alignas(32) uint8_t wt[64] = {};
-        std::memcpy(wt, w + r * rb + full * elem, rest * size_t(elem));
         __m256 wl, wh;
-        dense_load16<T>(wt, 0, wl, wh);
+        dense_tail16<T>(w + r * rb, full, rest, wl, wh);
         lo[r] = _mm256_fmadd_ps(wl, xl, lo[r]);
         hi[r] = _mm256_fmadd_ps(wh, xh, hi[r]);
       }

@@ -5,7 +5,10 @@
 // logits do not depend on the kernel), on F32, F16, BF16, Q8_0 and Q6_K, on widths that
 // are and are not multiples of 16, one row and many, one vector and a batch.
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <iterator>
@@ -104,7 +107,8 @@ std::vector<float> random_vectors(int64_t n, int64_t cols, uint32_t seed) {
 
 constexpr TensorType kTypes[] = {TensorType::F32, TensorType::F16, TensorType::BF16, TensorType::Q8_0,
                                  TensorType::Q6_K};
-constexpr int64_t kWidths[] = {1, 7, 16, 17, 100, 256, 1536, 2563};
+// Partial last groups of 1-15 values, odd and even, below and past 8.
+constexpr int64_t kWidths[] = {1, 7, 15, 16, 17, 24, 41, 46, 100, 256, 1536, 2563};
 constexpr int64_t kQ8Widths[] = {32, 64, 96, 256, 1536, 2560};
 constexpr int64_t kQ6Widths[] = {256, 512, 1536, 2560};
 // Q8_0 rows are whole 32-value blocks, Q6_K rows whole 256-value ones.
@@ -252,6 +256,39 @@ TEST_P(DenseSets, RowStrideViewsEqualDenseRows) {
       ASSERT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0)
           << "type " << int(type) << " K " << K;
     }
+}
+
+// Matrices and vectors that end where an unreadable page begins: a partial
+// last group reads no byte past its row (the masked loads of the SIMD sets),
+// or this test dies on SIGSEGV.
+TEST_P(DenseSets, PartialGroupsReadNothingPastTheData) {
+  const size_t page = size_t(sysconf(_SC_PAGESIZE));
+  for (TensorType type : {TensorType::F32, TensorType::F16, TensorType::BF16})
+    for (int64_t K : {int64_t(1), int64_t(7), int64_t(9), int64_t(15), int64_t(41), int64_t(47)})
+      for (int64_t n : {int64_t(1), int64_t(3)}) {
+        const int64_t M = 5;
+        const Dense d = make_dense(type, M, K, uint32_t(K * 7 + n));
+        const std::vector<float> x = random_vectors(n, K, uint32_t(K + n));
+        const size_t wbytes = d.bytes.size(), xbytes = x.size() * sizeof(float);
+        const size_t body = (std::max(wbytes, xbytes) + page - 1) / page * page;
+        auto* map = static_cast<uint8_t*>(
+            mmap(nullptr, 2 * (body + page), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+        ASSERT_NE(map, MAP_FAILED);
+        uint8_t* wend = map + body;                 // guard page [body, body + page)
+        uint8_t* xend = map + 2 * body + page;      // guard page after x
+        ASSERT_EQ(mprotect(wend, page, PROT_NONE), 0);
+        ASSERT_EQ(mprotect(xend, page, PROT_NONE), 0);
+        std::memcpy(wend - wbytes, d.bytes.data(), wbytes);
+        std::memcpy(xend - xbytes, x.data(), xbytes);
+        DenseMatrix m = d.m;
+        m.data = wend - wbytes;
+        std::vector<float> want(size_t(n * M)), got(size_t(n * M));
+        scalar_kernels().dense_gemm(d.m, x.data(), n, want.data(), M, 0, M);
+        set().dense_gemm(m, reinterpret_cast<const float*>(xend - xbytes), n, got.data(), M, 0, M);
+        munmap(map, 2 * (body + page));
+        ASSERT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0)
+            << "type " << int(type) << " K " << K << " n " << n;
+      }
 }
 
 TEST_P(DenseSets, BadCallsAreErrors) {
