@@ -24,6 +24,18 @@ namespace {
 
 using gguf::TensorType;
 
+// Eight F16 or BF16 values in each of a and b, widened to f32.
+template <TensorType T>
+inline void dense_widen16(__m128i a, __m128i b, __m256& lo, __m256& hi) {
+  if constexpr (T == TensorType::F16) {
+    lo = _mm256_cvtph_ps(a);
+    hi = _mm256_cvtph_ps(b);
+  } else {
+    lo = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(a), 16));
+    hi = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(b), 16));
+  }
+}
+
 // Lanes [k, k + 16) of a row as two vectors of 8 f32.
 template <TensorType T>
 inline void dense_load16(const uint8_t* row, int64_t k, __m256& lo, __m256& hi) {
@@ -35,21 +47,16 @@ inline void dense_load16(const uint8_t* row, int64_t k, __m256& lo, __m256& hi) 
     const uint16_t* p = reinterpret_cast<const uint16_t*>(row) + k;
     const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
     const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 8));
-    if constexpr (T == TensorType::F16) {
-      lo = _mm256_cvtph_ps(a);
-      hi = _mm256_cvtph_ps(b);
-    } else {
-      lo = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(a), 16));
-      hi = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(b), 16));
-    }
+    dense_widen16<T>(a, b, lo, hi);
   }
 }
 
 // Lanes [k, k + rest) of a row (0 < rest < 16), zeros past them, with
 // masked loads that touch no byte past the row's end. The partial group was
-// first copied into zeroed stack buffers; at S's decode (value rows of up to
-// 255 positions, nearly always a partial group) the reload of those copies
-// stalled on store forwarding, a third of attention's dense time.
+// first copied into zeroed stack buffers; at S's decode (a value row holds
+// the positions so far, so it nearly always ends in a partial group) the
+// reload of those copies stalled on store forwarding, a third of attention's
+// dense time.
 template <TensorType T>
 inline void dense_tail16(const uint8_t* row, int64_t k, int rest, __m256& lo, __m256& hi) {
   if constexpr (T == TensorType::F32) {
@@ -74,13 +81,7 @@ inline void dense_tail16(const uint8_t* row, int64_t k, int rest, __m256& lo, __
       if (last < 8) a = _mm_blendv_epi8(a, v, at);
       else b = _mm_blendv_epi8(b, v, at);
     }
-    if constexpr (T == TensorType::F16) {
-      lo = _mm256_cvtph_ps(a);
-      hi = _mm256_cvtph_ps(b);
-    } else {
-      lo = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(a), 16));
-      hi = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(b), 16));
-    }
+    dense_widen16<T>(a, b, lo, hi);
   }
 }
 
