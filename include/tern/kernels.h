@@ -147,6 +147,10 @@ struct KernelSet {
   PhaseGemm phase_gemm = nullptr;  // Fairy2i linears; null: the set has no path for them
   QuantizeI8 quantize_i8 = &quantize_act_i8;  // every set has it
   PhaseGemmI8 phase_gemm_i8 = nullptr;  // Fairy2i linears on int8 digits; null: none
+  // The set whose loop this one runs for a decode's few int8 vectors, if
+  // another's (avx512-amx tiles only prompts): --kernel auto, which times
+  // decode, times one loop once, as the first set that runs it.
+  const char* decodes_as = nullptr;
 };
 
 // The read roof's loop (kernels/read_roof.cpp): sums the bytes p[0, n) (n

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <string_view>
 
 #include "kernel_choice.h"
 #include "tern/error.h"
@@ -337,9 +338,14 @@ void Model::load_layer(int l) {
 
 void Model::choose_kernels() {
   const Config& c = config_;
+  // Sets that decode with one loop time alike: the first of them (best
+  // first, so the one with tiles for prompts) stands for all.
+  const auto loop = [](const KernelSet* k) { return std::string_view(k->decodes_as ? k->decodes_as : k->name); };
   std::vector<const KernelSet*> candidates;
   for (const KernelSet* k : all_kernel_sets())
-    if (k->available(cpu_features()) && kernel_supports(*k, ActMode::Int8)) candidates.push_back(k);
+    if (k->available(cpu_features()) && kernel_supports(*k, ActMode::Int8) &&
+        std::none_of(candidates.begin(), candidates.end(), [&](const KernelSet* c) { return loop(c) == loop(k); }))
+      candidates.push_back(k);
   // The scalar oracle never beats a vector set; it is timed only when alone.
   if (candidates.size() > 1 && candidates.back() == &scalar_kernels()) candidates.pop_back();
   const std::tuple<const char*, int, int> shapes[] = {
@@ -356,7 +362,8 @@ void Model::choose_kernels() {
   }
   std::vector<TernaryMatrix> ws;
   for (const Linear& l : distinct) ws.push_back(l.w);
-  // Three cold calls per candidate, each after a flush of 5-15 ms.
+  // Three cold calls per candidate, each after a flush of 5-15 ms; three
+  // more of a prompt batch for the sets whose decode times tie.
   choices_ = time_kernels(ws, digits_ == 1 ? 1 : 2, candidates, 3);
 }
 

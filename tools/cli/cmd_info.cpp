@@ -110,6 +110,10 @@ void run_info(const std::string& path, const std::string& kernel, const std::str
     std::printf("  %6lld x %-6lld %s:", static_cast<long long>(k.rows), static_cast<long long>(k.cols),
                 gguf::traits(k.type).name);
     for (const auto& [set, sec] : k.seconds) std::printf(" %s %.1f us,", set->name, sec * 1e6);
+    if (!k.prompt_seconds.empty()) {
+      std::printf(" tied; %d tokens:", kChoicePromptTokens);
+      for (const auto& [set, sec] : k.prompt_seconds) std::printf(" %s %.1f us,", set->name, sec * 1e6);
+    }
     std::printf(" runs on %s\n", k.chosen->name);
   }
 }
