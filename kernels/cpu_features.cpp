@@ -95,6 +95,7 @@ CpuFeatures detect() {
     f.avx512f = bit(l7.b, 16);
     f.avx512bw = bit(l7.b, 30);
     f.avx512vl = bit(l7.b, 31);
+    f.clflushopt = bit(l7.b, 23);
     f.avx512vbmi = bit(l7.c, 1);
     f.avx512vnni = bit(l7.c, 11);
     if (l7.a >= 1) f.avx_vnni = bit(cpuid(7, 1).a, 4);

@@ -38,6 +38,7 @@ struct CpuFeatures {
   // Linux granted this process its use (arch_prctl, asked once at detection).
   bool amx_tile = false, amx_int8 = false, os_amx = false;
   bool fast_pext = false;  // false on AMD before Zen 3 (microcoded pext)
+  bool clflushopt = false;  // unordered cache-line flush (--kernel auto's cold timing)
   bool neon = false, dotprod = false;
   std::string vendor, brand;
   std::string summary() const;  // "avx2 fma bmi2 avx512f ..."

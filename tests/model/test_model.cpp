@@ -40,7 +40,12 @@ Packed packed(const std::string& mode) {
 std::vector<float> reference_logits(const std::string& checkpoint,
                                    const std::vector<int32_t>& tokens = kTokens) {
   std::string csv;
-  for (int32_t t : tokens) csv += (csv.empty() ? "" : ",") + std::to_string(t);
+  // Appended in two steps: "," + std::to_string(t) trips GCC 12's false
+  // -Wrestrict on operator+(const char*, string&&).
+  for (int32_t t : tokens) {
+    if (!csv.empty()) csv += ',';
+    csv += std::to_string(t);
+  }
   const fs::path dir = tern::test::test_dir();
   const std::string out = (dir / "ref.bin").string();
   const auto r = tern::test::run(tern::test::python() + " " +
