@@ -362,8 +362,8 @@ void Model::choose_kernels() {
   }
   std::vector<TernaryMatrix> ws;
   for (const Linear& l : distinct) ws.push_back(l.w);
-  // Three cold calls per candidate, each after a flush of 5-15 ms; three
-  // more of a prompt batch for the sets whose decode times tie.
+  // At least three cold calls per candidate (more for short calls and close
+  // ones: kernel_choice.cpp), two of a prompt batch for the sets that tie.
   choices_ = time_kernels(ws, digits_ == 1 ? 1 : 2, candidates, 3);
 }
 
