@@ -32,6 +32,25 @@ TEST(Dispatch, ScalarIsLastAndAlwaysAvailable) {
   }
 }
 
+// decodes_as names another built set with an int8 path, available wherever
+// this one is, and not itself decoding as a third: --kernel auto times the
+// first set of each decode loop only, so a misspelt name would quietly time
+// both.
+TEST(Dispatch, DecodesAsNamesAnotherSet) {
+  const auto sets = all_kernel_sets();
+  for (const KernelSet* s : sets) {
+    if (!s->decodes_as) continue;
+    const KernelSet* t = nullptr;
+    for (const KernelSet* u : sets)
+      if (std::string(u->name) == s->decodes_as) t = u;
+    ASSERT_NE(t, nullptr) << s->name << " decodes as unknown set " << s->decodes_as;
+    EXPECT_NE(t, s) << s->name;
+    EXPECT_EQ(t->decodes_as, nullptr) << s->name << " -> " << t->name;
+    EXPECT_TRUE(kernel_supports(*s, ActMode::Int8) && kernel_supports(*t, ActMode::Int8)) << s->name;
+    EXPECT_TRUE(!s->available(cpu_features()) || t->available(cpu_features())) << s->name;
+  }
+}
+
 TEST(Dispatch, SelectByName) {
   EXPECT_EQ(&select_kernels("scalar", ActMode::Float), &scalar_kernels());
   EXPECT_EQ(find_kernel_set("scalar"), &scalar_kernels());
@@ -144,5 +163,6 @@ TEST(CpuFeatures, AgreesWithProcCpuinfo) {
   EXPECT_EQ(f.avx512vnni && f.os_avx512, flags.count("avx512_vnni") == 1);
   EXPECT_EQ(f.avx512vbmi && f.os_avx512, flags.count("avx512vbmi") == 1);
   EXPECT_EQ(f.avx_vnni && f.os_avx, flags.count("avx_vnni") == 1);
+  EXPECT_EQ(f.clflushopt, flags.count("clflushopt") == 1);
 }
 #endif
