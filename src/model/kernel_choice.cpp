@@ -40,8 +40,8 @@ void fence_flushes() {}
 // bitnet_b1_58-large's shapes (docs/PERFORMANCE.md). (The first version
 // read a buffer of twice the last-level cache instead: 64-256 MiB
 // allocated per load, and a VM may report the host's whole L3.)
-// CLFLUSH and DC CIVAC need only read access, so the mapped file's
-// read-only pages flush too.
+// CLFLUSH, CLFLUSHOPT and DC CIVAC need only read access, so the mapped
+// file's read-only pages flush too.
 void flush_lines(const void* p, int64_t bytes) {
   if (!p || bytes <= 0) return;
   const auto* b = static_cast<const char*>(p);
