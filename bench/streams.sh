@@ -31,8 +31,8 @@ read -r head_bytes head_type < <(awk '
   $1 == "token_embd.weight" { eb = $NF; et = $2 }
   END { if (ob) print ob, ot; else print eb, et }' "$work/info")
 case $head_type in
-  F16) head_sym='DenseRows<\(tern::gguf::TensorType\)1, ' ;;
-  BF16) head_sym='DenseRows<\(tern::gguf::TensorType\)30, ' ;;
+  F16) head_sym='DenseRows, 2, \(tern::gguf::TensorType\)1>' ;;
+  BF16) head_sym='DenseRows, 2, \(tern::gguf::TensorType\)30>' ;;
   F32) echo "streams.sh: $model: an F32 head shares its kernel with attention; not measured" >&2; exit 1 ;;
   Q8_0) head_sym='DenseQ8Rows<' ;;
   Q6_K) head_sym='DenseQ6Rows<' ;;

@@ -37,9 +37,11 @@ void dense_gemm_quant(const DenseMatrix& m, const float* x, int64_t n, float* y,
     for (int64_t i = 0; i < n; ++i) QRows<1>::run(w + r * rb, rb, nb, acts + i * nb, y + i * ldy + r);
 }
 
+// Out of line, so a profile names each type's row loop (bench/streams.sh
+// finds the head by it).
 template <template <gguf::TensorType, int> class Rows, int R, gguf::TensorType T>
-void dense_gemm_typed(const DenseMatrix& m, const float* x, int64_t n, float* y, int64_t ldy,
-                      int64_t r0, int64_t r1) {
+__attribute__((noinline)) void dense_rows_typed(const DenseMatrix& m, const float* x, int64_t n, float* y, int64_t ldy, int64_t r0,
+                      int64_t r1) {
   const int64_t K = m.cols, rb = dense_stride(m);
   const uint8_t* w = static_cast<const uint8_t*>(m.data);
   int64_t r = r0;
@@ -53,17 +55,27 @@ void dense_gemm_typed(const DenseMatrix& m, const float* x, int64_t n, float* y,
     for (int64_t i = 0; i < n; ++i) Rows<T, 1>::run(w + r * rb, rb, K, x + i * K, y + i * ldy + r);
 }
 
-// R rows side by side give R independent FMA chains per accumulator.
+// One vector (decode) takes RDecode rows at a time, a batch R.
+template <template <gguf::TensorType, int> class Rows, int R, int RDecode, gguf::TensorType T>
+void dense_gemm_typed(const DenseMatrix& m, const float* x, int64_t n, float* y, int64_t ldy,
+                      int64_t r0, int64_t r1) {
+  if (n == 1) return dense_rows_typed<Rows, RDecode, T>(m, x, n, y, ldy, r0, r1);
+  dense_rows_typed<Rows, R, T>(m, x, n, y, ldy, r0, r1);
+}
+
+// R rows side by side give R independent FMA chains per accumulator; a
+// set whose float rows stream better fewer at a time in decode says so in
+// RDecode (avx2_dense.h says why x86 does).
 template <template <gguf::TensorType, int> class Rows, template <int> class Q8Rows,
-          template <int> class Q6Rows, int R>
+          template <int> class Q6Rows, int R, int RDecode = R>
 void dense_gemm_driver(const DenseMatrix& m, const float* x, int64_t n, float* y, int64_t ldy,
                        int64_t r0, int64_t r1) {
   using gguf::TensorType;
   check_dense_call(m, n, ldy, r0, r1);
   switch (m.type) {
-    case TensorType::F32: return dense_gemm_typed<Rows, R, TensorType::F32>(m, x, n, y, ldy, r0, r1);
-    case TensorType::F16: return dense_gemm_typed<Rows, R, TensorType::F16>(m, x, n, y, ldy, r0, r1);
-    case TensorType::BF16: return dense_gemm_typed<Rows, R, TensorType::BF16>(m, x, n, y, ldy, r0, r1);
+    case TensorType::F32: return dense_gemm_typed<Rows, R, RDecode, TensorType::F32>(m, x, n, y, ldy, r0, r1);
+    case TensorType::F16: return dense_gemm_typed<Rows, R, RDecode, TensorType::F16>(m, x, n, y, ldy, r0, r1);
+    case TensorType::BF16: return dense_gemm_typed<Rows, R, RDecode, TensorType::BF16>(m, x, n, y, ldy, r0, r1);
     case TensorType::Q8_0:
       return dense_gemm_quant<ActQ8, QK8_0, quantize_act_q8, Q8Rows, R>(m, x, n, y, ldy, r0, r1);
     case TensorType::Q6_K:

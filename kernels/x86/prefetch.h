@@ -36,6 +36,20 @@ inline void prefetch_tile_row(const uint8_t* w, int64_t rb, int R, int r, int64_
   __builtin_prefetch(p, 0, 3);
 }
 
+// For R rows that lie back to back (row r at w + r * rb) read side by side,
+// `off` bytes into each: the lines of one stream running kTileAhead bytes
+// past the far end of the tile's own progress. As R prefetch streams (one
+// per row, prefetch_tile_row) a Zen 5 core read the BF16 head at 0.75-0.78
+// of its one-stream roof, and even without arithmetic R = 4 adjacent row
+// streams read at 0.74, 2 at 0.79, one at 1.0; prefetched as one stream,
+// 2 rows of the head read at 0.88-1.02 (docs/PERFORMANCE.md, 2026-11-29).
+// Call it for every row at each 64 bytes of row progress, so the R calls
+// cover the R * 64 bytes the tile consumed.
+constexpr int64_t kTileAhead = 6144;
+inline void prefetch_tile_linear(const uint8_t* w, int64_t rb, int R, int r, int64_t off) {
+  __builtin_prefetch(w + R * off + 64 * r + (R - 1) * rb + kTileAhead, 0, 3);
+}
+
 // Item i of n items (row groups, row pairs) in the order that takes them
 // alternately from the two halves of [0, n), so a decode loop's loads form
 // two streams: as one contiguous stream, the avx512-vnni loop took
