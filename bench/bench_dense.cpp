@@ -7,14 +7,27 @@
 // Counters: Gwt/s = 1e9 weight x vector products per second (M K n / time).
 // M is a slice of a real head (4096 of its 32002 or 128256 rows): a thread's
 // share of it, warm in L3 at n >= 16, where a call is compute-bound.
+//
+// Decode reads the whole head from DRAM once a token, so it has its own
+// entries, DRAM-cold, with the paired roof of tern_bench_kernels:
+//   dense/<set>/<F16|BF16>/<M>x<K>/n:1/threads:<T>/cold
+// (whole heads of S and L; rows split over T OpenMP threads in contiguous
+// ranges, as the forward pass splits them). Copies rotate (at least three,
+// more than 4 x L3 in all); after each call the same number of threads
+// reads another copy with the roof's loop, and pct_roof is that read's
+// time over the GEMV's (100 = as fast as a plain read at that moment).
 #include <benchmark/benchmark.h>
 
+#include <omp.h>
+
+#include <algorithm>
 #include <chrono>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "bench.h"
+#include "tern/aligned_buffer.h"
 #include "tern/quant.h"
 
 namespace tern::bench {
@@ -28,6 +41,10 @@ constexpr struct {
   Shape shape;
 } kHeads[] = {{TensorType::F16, {4096, 1536}}, {TensorType::BF16, {4096, 2560}}};
 constexpr int kBatch[] = {1, 4, 16, 64, 256};
+constexpr struct {
+  TensorType type;
+  Shape shape;
+} kWholeHeads[] = {{TensorType::F16, {32002, 1536}}, {TensorType::BF16, {128256, 2560}}};
 
 void bm_dense(benchmark::State& st, const KernelSet* set, TensorType type, Shape shape, int n) {
   const int64_t M = shape.M, K = shape.K;
@@ -55,6 +72,73 @@ void bm_dense(benchmark::State& st, const KernelSet* set, TensorType type, Shape
   st.counters["Gwt/s"] = benchmark::Counter(double(st.iterations()) * double(M * K * n) / total / 1e9);
 }
 
+// Finite values of every magnitude from 2^-15 to 2, both signs, distinct
+// per copy (no page merging can alias copies).
+void fill_head(uint16_t* w, size_t count, TensorType type, uint64_t seed) {
+  uint64_t r = seed * 0x9E3779B97F4A7C15ull + 1;
+  for (size_t i = 0; i < count; ++i) {
+    r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+    const uint16_t b = uint16_t(r >> 16);
+    w[i] = type == TensorType::F16 ? uint16_t((b & 0x83FF) | ((0x02 + (b >> 10 & 0x0F)) << 10))
+                                   : uint16_t((b & 0x807F) | ((0x70 + (b >> 7 & 0x0F)) << 7));
+  }
+}
+
+void bm_dense_cold(benchmark::State& st, const KernelSet* set, TensorType type, Shape shape, int threads) {
+  const int64_t M = shape.M, K = shape.K;
+  const size_t head = size_t(M * K) * 2;
+  const int copies = int(std::max<int64_t>(3, cold_bytes() / int64_t(head) + 1));
+  AlignedBuffer buf;
+  try {
+    check_fits(int64_t(head) * copies, "dense head copies");
+    buf = alloc_aligned(head * size_t(copies), "dense head copies");
+  } catch (const std::exception& e) {
+    st.SkipWithError(e.what());
+    return;
+  }
+  uint8_t* base = buf.get();
+  for (int c = 0; c < copies; ++c)
+    fill_head(reinterpret_cast<uint16_t*>(base + head * size_t(c)), head / 2, type, uint64_t(c + 1));
+  std::vector<float> x(static_cast<size_t>(K)), y(static_cast<size_t>(M));
+  std::mt19937 rng(static_cast<uint32_t>(K));
+  std::uniform_real_distribution<float> fx(-1.0f, 1.0f);
+  for (auto& v : x) v = fx(rng);
+  using clock = std::chrono::steady_clock;
+  double kernel_s = 0, roof_s = 0;
+  int at = 0, seen = 0;
+  for (auto _ : st) {
+    const DenseMatrix m{type, M, K, base + head * size_t(at)};
+    const auto t0 = clock::now();
+#pragma omp parallel num_threads(threads)
+    {
+      const int t = omp_get_thread_num(), n = omp_get_num_threads();
+      if (t == 0) seen = n;
+      set->dense_gemm(m, x.data(), 1, y.data(), M, M * t / n, M * (t + 1) / n);
+    }
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+    const auto t1 = clock::now();
+    // The copy read two calls from now is the least recently touched.
+    const RoofBuffer other{base + head * size_t((at + 2) % copies), head};
+    benchmark::DoNotOptimize(read_range(other, 0, head, threads));
+    roof_s += std::chrono::duration<double>(clock::now() - t1).count();
+    const double dt = std::chrono::duration<double>(t1 - t0).count();
+    kernel_s += dt;
+    st.SetIterationTime(dt);
+    at = (at + 1) % copies;
+  }
+  if (seen != threads) {
+    st.SkipWithError(("OpenMP gave " + std::to_string(seen) + " threads, not " + std::to_string(threads)).c_str());
+    return;
+  }
+  using benchmark::Counter;
+  const double bytes = double(st.iterations()) * double(head);
+  st.counters["GB/s"] = Counter(bytes / kernel_s / 1e9);
+  st.counters["roof_GB/s"] = Counter(bytes / roof_s / 1e9);
+  st.counters["pct_roof"] = Counter(100.0 * roof_s / kernel_s);
+  st.counters["copies"] = Counter(double(copies));
+}
+
 }  // namespace
 
 void register_all() {
@@ -72,6 +156,22 @@ void register_all() {
                                      [=](benchmark::State& st) { bm_dense(st, set, type, shape, n); })
             ->UseManualTime()
             ->Unit(benchmark::kMicrosecond);
+      }
+    }
+  for (const auto& h : kWholeHeads)
+    for (const KernelSet* s : all_kernel_sets()) {
+      if (!s->available(cpu_features()) || s == &scalar_kernels()) continue;
+      for (int t : kThreads) {
+        const std::string name = std::string("dense/") + s->name + "/" +
+                                 (h.type == TensorType::F16 ? "F16/" : "BF16/") + std::to_string(h.shape.M) +
+                                 "x" + std::to_string(h.shape.K) + "/n:1/threads:" + std::to_string(t) + "/cold";
+        const KernelSet* set = s;
+        const auto type = h.type;
+        const Shape shape = h.shape;
+        benchmark::RegisterBenchmark(name.c_str(),
+                                     [=](benchmark::State& st) { bm_dense_cold(st, set, type, shape, t); })
+            ->UseManualTime()
+            ->Unit(benchmark::kMillisecond);
       }
     }
   benchmark::AddCustomContext("tern_cpu", cpu_features().brand + " [" + cpu_features().summary() + "]");
