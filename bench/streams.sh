@@ -34,8 +34,8 @@ case $head_type in
   F16) head_sym='DenseRows, 2, \(tern::gguf::TensorType\)1>' ;;
   BF16) head_sym='DenseRows, 2, \(tern::gguf::TensorType\)30>' ;;
   F32) echo "streams.sh: $model: an F32 head shares its kernel with attention; not measured" >&2; exit 1 ;;
-  Q8_0) head_sym='DenseQ8Rows<' ;;
-  Q6_K) head_sym='DenseQ6Rows<' ;;
+  Q8_0) head_sym='DenseQ8Rows, 2>' ;;
+  Q6_K) head_sym='DenseQ6Rows, 2>' ;;
   *) echo "streams.sh: $model: head type $head_type not known here" >&2; exit 1 ;;
 esac
 

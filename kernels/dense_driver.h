@@ -19,13 +19,9 @@ namespace {
 // one function every set shares (quantize_act_q8 per 32 values,
 // quantize_act_q8k per 256), then QRows<R>::run(w, row_bytes, blocks,
 // acts, out) for R rows against one vector.
-template <class Act, int64_t QK, void (*Quantize)(const float*, int64_t, Act*), template <int> class QRows, int R>
-void dense_gemm_quant(const DenseMatrix& m, const float* x, int64_t n, float* y, int64_t ldy,
-                      int64_t r0, int64_t r1) {
-  const int64_t K = m.cols, nb = K / QK, rb = dense_stride(m);
-  auto* acts = reinterpret_cast<Act*>(thread_scratch(1, size_t(n * nb) * sizeof(Act)));
-  for (int64_t i = 0; i < n; ++i) Quantize(x + i * K, K, acts + i * nb);
-  const uint8_t* w = static_cast<const uint8_t*>(m.data);
+template <class Act, template <int> class QRows, int R>
+__attribute__((noinline)) void dense_quant_rows(const uint8_t* w, int64_t rb, int64_t nb, const Act* acts,
+                                                int64_t n, float* y, int64_t ldy, int64_t r0, int64_t r1) {
   int64_t r = r0;
   for (; r + R <= r1; r += R)
     for (int64_t i = 0; i < n; ++i) {
@@ -35,6 +31,18 @@ void dense_gemm_quant(const DenseMatrix& m, const float* x, int64_t n, float* y,
     }
   for (; r < r1; ++r)
     for (int64_t i = 0; i < n; ++i) QRows<1>::run(w + r * rb, rb, nb, acts + i * nb, y + i * ldy + r);
+}
+
+template <class Act, int64_t QK, void (*Quantize)(const float*, int64_t, Act*), template <int> class QRows, int R,
+          int RDecode>
+void dense_gemm_quant(const DenseMatrix& m, const float* x, int64_t n, float* y, int64_t ldy,
+                      int64_t r0, int64_t r1) {
+  const int64_t K = m.cols, nb = K / QK, rb = dense_stride(m);
+  auto* acts = reinterpret_cast<Act*>(thread_scratch(1, size_t(n * nb) * sizeof(Act)));
+  for (int64_t i = 0; i < n; ++i) Quantize(x + i * K, K, acts + i * nb);
+  const uint8_t* w = static_cast<const uint8_t*>(m.data);
+  if (n == 1) return dense_quant_rows<Act, QRows, RDecode>(w, rb, nb, acts, n, y, ldy, r0, r1);
+  dense_quant_rows<Act, QRows, R>(w, rb, nb, acts, n, y, ldy, r0, r1);
 }
 
 // Out of line, so a profile names each type's row loop (bench/streams.sh
@@ -77,9 +85,9 @@ void dense_gemm_driver(const DenseMatrix& m, const float* x, int64_t n, float* y
     case TensorType::F16: return dense_gemm_typed<Rows, R, RDecode, TensorType::F16>(m, x, n, y, ldy, r0, r1);
     case TensorType::BF16: return dense_gemm_typed<Rows, R, RDecode, TensorType::BF16>(m, x, n, y, ldy, r0, r1);
     case TensorType::Q8_0:
-      return dense_gemm_quant<ActQ8, QK8_0, quantize_act_q8, Q8Rows, R>(m, x, n, y, ldy, r0, r1);
+      return dense_gemm_quant<ActQ8, QK8_0, quantize_act_q8, Q8Rows, R, RDecode>(m, x, n, y, ldy, r0, r1);
     case TensorType::Q6_K:
-      return dense_gemm_quant<ActQ8K, QK_K, quantize_act_q8k, Q6Rows, R>(m, x, n, y, ldy, r0, r1);
+      return dense_gemm_quant<ActQ8K, QK_K, quantize_act_q8k, Q6Rows, R, RDecode>(m, x, n, y, ldy, r0, r1);
     default: return;  // check_dense_call refused every other type
   }
 }

@@ -6,9 +6,10 @@
 // each row streams once from memory per call and the batch re-reads it from
 // L1). Decode takes two, prefetched as one stream (prefetch_tile_linear):
 // on Zen 5 the head read 1.15-1.3x faster that way than as four row
-// streams, and four FMA chains still run 1.5x the one-core roof from cache. Q8_0
-// and Q6_K rows multiply int8 activations instead (DenseQ8Rows,
-// DenseQ6Rows), as llama.cpp does.
+// streams, and four FMA chains still run 1.5x the one-core roof from cache.
+// Q8_0 and Q6_K rows multiply int8 activations instead (DenseQ8Rows,
+// DenseQ6Rows), as llama.cpp does, with the same row counts and prefetch
+// (decode with those heads 1.04-1.09x on Zen 5).
 //
 // Internal linkage for the reason avx2_common.h gives: each includer has its
 // own -m flags (which must include -mfma -mf16c).
@@ -88,6 +89,14 @@ inline void dense_tail16(const uint8_t* row, int64_t k, int rest, __m256& lo, __
   }
 }
 
+// The prefetch for row r of R read side by side, `off` bytes in: one stream
+// for the tile when its rows lie back to back (the head), else one per row
+// (the KV cache's rows, padded to the context).
+inline void prefetch_rows(const uint8_t* w, int64_t rb, int R, int r, int64_t off, bool back_to_back) {
+  if (back_to_back) prefetch_tile_linear(w, rb, R, r, off);
+  else prefetch_tile_row(w, rb, R, r, off);
+}
+
 // Lanes j + 8, then j + 4, j + 2, j + 1, as the scalar set adds them.
 inline float dense_reduce16(__m256 lo, __m256 hi) {
   const __m256 v = _mm256_add_ps(lo, hi);
@@ -108,10 +117,7 @@ struct DenseRows {
     for (int64_t k = 0; k < full; k += 16) {
       const __m256 xl = _mm256_loadu_ps(x + k), xh = _mm256_loadu_ps(x + k + 8);
       for (int r = 0; r < R; ++r) {
-        if (elem == 4 || k % 32 == 0) {
-          if (back_to_back) prefetch_tile_linear(w, rb, R, r, k * elem);
-          else prefetch_tile_row(w, rb, R, r, k * elem);
-        }
+        if (elem == 4 || k % 32 == 0) prefetch_rows(w, rb, R, r, k * elem, back_to_back);
         __m256 wl, wh;
         dense_load16<T>(w + r * rb, k, wl, wh);
         lo[r] = _mm256_fmadd_ps(wl, xl, lo[r]);
@@ -143,10 +149,11 @@ struct DenseQ8Rows {
     __m256 acc[R];
     for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
     const __m256i ones = _mm256_set1_epi16(1);
+    const bool back_to_back = rb == nb * int64_t(sizeof(BlockQ8_0));
     for (int64_t b = 0; b < nb; ++b) {
       const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[b].qs));
       for (int r = 0; r < R; ++r) {
-        prefetch_tile_row(w, rb, R, r, b * int64_t(sizeof(BlockQ8_0)));
+        prefetch_rows(w, rb, R, r, b * int64_t(sizeof(BlockQ8_0)), back_to_back);
         const BlockQ8_0* blk = reinterpret_cast<const BlockQ8_0*>(w + r * rb) + b;
         uint16_t dh;
         std::memcpy(&dh, &blk->d, 2);  // blocks are 34 bytes: unaligned
@@ -187,11 +194,12 @@ struct DenseQ6Rows {
           char(4 * j), char(4 * j + 1), char(4 * j + 2), char(4 * j + 3), char(4 * j + 2), char(4 * j + 3),
           char(4 * j + 2), char(4 * j + 3), char(4 * j + 2), char(4 * j + 3), char(4 * j + 2), char(4 * j + 3),
           char(4 * j + 2), char(4 * j + 3), char(4 * j + 2), char(4 * j + 3), char(4 * j + 2), char(4 * j + 3));
+    const bool back_to_back = rb == nb * int64_t(sizeof(BlockQ6_K));
     for (int64_t b = 0; b < nb; ++b) {
       const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[b].bsums));
       for (int r = 0; r < R; ++r) {
         for (int64_t o = 0; o < int64_t(sizeof(BlockQ6_K)); o += 64)  // a block spans 3-4 lines
-          prefetch_tile_row(w, rb, R, r, b * int64_t(sizeof(BlockQ6_K)) + o);
+          prefetch_rows(w, rb, R, r, b * int64_t(sizeof(BlockQ6_K)) + o, back_to_back);
         const BlockQ6_K* blk = reinterpret_cast<const BlockQ6_K*>(w + r * rb) + b;
         const __m256i sc16 =
             _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk->scales)));

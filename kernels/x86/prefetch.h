@@ -44,10 +44,13 @@ inline void prefetch_tile_row(const uint8_t* w, int64_t rb, int R, int r, int64_
 // streams read at 0.74, 2 at 0.79, one at 1.0; prefetched as one stream,
 // 2 rows of the head read at 0.88-1.02 (docs/PERFORMANCE.md, 2026-11-29).
 // Call it for every row at each 64 bytes of row progress, so the R calls
-// cover the R * 64 bytes the tile consumed.
+// cover the R * 64 bytes the tile consumed. An asm statement, not the
+// builtin: in the two-row Q8_0 loop GCC 12 dropped the builtin too, and
+// the Q8_0 head decoded at half speed.
 constexpr int64_t kTileAhead = 6144;
 inline void prefetch_tile_linear(const uint8_t* w, int64_t rb, int R, int r, int64_t off) {
-  __builtin_prefetch(w + R * off + 64 * r + (R - 1) * rb + kTileAhead, 0, 3);
+  const uint8_t* p = w + R * off + 64 * r + (R - 1) * rb + kTileAhead;
+  asm volatile("prefetcht0 %0" : : "m"(*p));
 }
 
 // Item i of n items (row groups, row pairs) in the order that takes them
