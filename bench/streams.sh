@@ -31,11 +31,12 @@ read -r head_bytes head_type < <(awk '
   $1 == "token_embd.weight" { eb = $NF; et = $2 }
   END { if (ob) print ob, ot; else print eb, et }' "$work/info")
 case $head_type in
-  F16) head_sym='DenseRows, 2, \(tern::gguf::TensorType\)1>' ;;
-  BF16) head_sym='DenseRows, 2, \(tern::gguf::TensorType\)30>' ;;
+  # The row loop's symbol, or its run() where GCC leaves that out of line.
+  F16) head_sym='DenseRows(<\(tern::gguf::TensorType\)1, 2>::run|, 2, \(tern::gguf::TensorType\)1>)' ;;
+  BF16) head_sym='DenseRows(<\(tern::gguf::TensorType\)30, 2>::run|, 2, \(tern::gguf::TensorType\)30>)' ;;
   F32) echo "streams.sh: $model: an F32 head shares its kernel with attention; not measured" >&2; exit 1 ;;
-  Q8_0) head_sym='DenseQ8Rows, 2>' ;;
-  Q6_K) head_sym='DenseQ6Rows, 2>' ;;
+  Q8_0) head_sym='DenseQ8Rows(<2>::run|, 2>)' ;;
+  Q6_K) head_sym='DenseQ6Rows(<2>::run|, 2>)' ;;
   *) echo "streams.sh: $model: head type $head_type not known here" >&2; exit 1 ;;
 esac
 
