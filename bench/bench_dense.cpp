@@ -36,15 +36,13 @@ namespace {
 using gguf::TensorType;
 
 // bitnet_b1_58-large's F16 head, BitNet 2B-4T's BF16 one.
-constexpr struct {
+struct Head {
   TensorType type;
   Shape shape;
-} kHeads[] = {{TensorType::F16, {4096, 1536}}, {TensorType::BF16, {4096, 2560}}};
+};
+constexpr Head kHeads[] = {{TensorType::F16, {4096, 1536}}, {TensorType::BF16, {4096, 2560}}};
 constexpr int kBatch[] = {1, 4, 16, 64, 256};
-constexpr struct {
-  TensorType type;
-  Shape shape;
-} kWholeHeads[] = {{TensorType::F16, {32002, 1536}}, {TensorType::BF16, {128256, 2560}}};
+constexpr Head kWholeHeads[] = {{TensorType::F16, {32002, 1536}}, {TensorType::BF16, {128256, 2560}}};
 
 void bm_dense(benchmark::State& st, const KernelSet* set, TensorType type, Shape shape, int n) {
   const int64_t M = shape.M, K = shape.K;
@@ -139,41 +137,37 @@ void bm_dense_cold(benchmark::State& st, const KernelSet* set, TensorType type, 
   st.counters["copies"] = Counter(double(copies));
 }
 
+// "dense/<set>/<F16|BF16>/<M>x<K>", the start of every name here.
+std::string head_name(const KernelSet& set, const Head& h) {
+  return std::string("dense/") + set.name + "/" + (h.type == TensorType::F16 ? "F16/" : "BF16/") +
+         std::to_string(h.shape.M) + "x" + std::to_string(h.shape.K);
+}
+
+// The sets timed here: every one this CPU runs but the scalar oracle.
+std::vector<const KernelSet*> timed_sets() {
+  std::vector<const KernelSet*> sets;
+  for (const KernelSet* s : all_kernel_sets())
+    if (s->available(cpu_features()) && s != &scalar_kernels()) sets.push_back(s);
+  return sets;
+}
+
 }  // namespace
 
 void register_all() {
-  for (const auto& h : kHeads)
-    for (const KernelSet* s : all_kernel_sets()) {
-      if (!s->available(cpu_features()) || s == &scalar_kernels()) continue;
-      for (int n : kBatch) {
-        const std::string name = std::string("dense/") + s->name + "/" +
-                                 (h.type == TensorType::F16 ? "F16/" : "BF16/") + std::to_string(h.shape.M) +
-                                 "x" + std::to_string(h.shape.K) + "/n:" + std::to_string(n);
-        const KernelSet* set = s;
-        const auto type = h.type;
-        const Shape shape = h.shape;
-        benchmark::RegisterBenchmark(name.c_str(),
-                                     [=](benchmark::State& st) { bm_dense(st, set, type, shape, n); })
+  for (const Head& h : kHeads)
+    for (const KernelSet* set : timed_sets())
+      for (int n : kBatch)
+        benchmark::RegisterBenchmark((head_name(*set, h) + "/n:" + std::to_string(n)).c_str(),
+                                     [=](benchmark::State& st) { bm_dense(st, set, h.type, h.shape, n); })
             ->UseManualTime()
             ->Unit(benchmark::kMicrosecond);
-      }
-    }
-  for (const auto& h : kWholeHeads)
-    for (const KernelSet* s : all_kernel_sets()) {
-      if (!s->available(cpu_features()) || s == &scalar_kernels()) continue;
-      for (int t : kThreads) {
-        const std::string name = std::string("dense/") + s->name + "/" +
-                                 (h.type == TensorType::F16 ? "F16/" : "BF16/") + std::to_string(h.shape.M) +
-                                 "x" + std::to_string(h.shape.K) + "/n:1/threads:" + std::to_string(t) + "/cold";
-        const KernelSet* set = s;
-        const auto type = h.type;
-        const Shape shape = h.shape;
-        benchmark::RegisterBenchmark(name.c_str(),
-                                     [=](benchmark::State& st) { bm_dense_cold(st, set, type, shape, t); })
+  for (const Head& h : kWholeHeads)
+    for (const KernelSet* set : timed_sets())
+      for (int t : kThreads)
+        benchmark::RegisterBenchmark((head_name(*set, h) + "/n:1/threads:" + std::to_string(t) + "/cold").c_str(),
+                                     [=](benchmark::State& st) { bm_dense_cold(st, set, h.type, h.shape, t); })
             ->UseManualTime()
             ->Unit(benchmark::kMillisecond);
-      }
-    }
   benchmark::AddCustomContext("tern_cpu", cpu_features().brand + " [" + cpu_features().summary() + "]");
 }
 
