@@ -14,9 +14,11 @@
 // version) was 1.3x slower from cache and further from the memory roof;
 // masking all four codes in place (4 accumulators per row) left GCC 12
 // shuffling 16 accumulators through the stack, 5% further from the roof.
-// Prompt batches shift each code (code_segment says why). The 4 rows of a group are interleaved by 64-byte
-// unit, so the group streams its weights as one sequential run
-// (code_layout.h), which the loop prefetches kPrefetch bytes ahead.
+// Short batches shift each code (code_lanes says why); prompt batches
+// decode the codes to bytes once per row group (avx512_bytes.h). The 4
+// rows of a group are interleaved by 64-byte unit, so the group streams
+// its weights as one sequential run (code_layout.h), which the loop
+// prefetches kPrefetch bytes ahead.
 //
 // TQ1_0 weights stay base 3 (CodeLayout::Base3x64, 1.6 bits per weight, a
 // little less than TQ1_0 itself). Byte b_0 = ceil(v * 256 / 243) holds five
@@ -49,6 +51,7 @@
 
 #include "../code_layout.h"
 #include "../kernel_sets.h"
+#include "avx512_bytes.h"
 #include "avx512_dense.h"
 #include "avx2_quant.h"
 #include "avx512_phase_i8.h"
@@ -132,14 +135,33 @@ inline __attribute__((always_inline)) void code_lanes(const uint8_t* const* rows
     }
 }
 
+// sums[k] += v's lane k, k < N <= 8. Masked only when N < 8: the callers
+// read sums back at once, and a masked store forwards to no load.
+template <int N>
+inline __attribute__((always_inline)) void add_sums8(int64_t* sums, __m512i v) {
+  if constexpr (N == 8) {
+    _mm512_storeu_si512(sums, _mm512_add_epi64(_mm512_loadu_si512(sums), v));
+  } else {
+    const __mmask8 m = __mmask8((1u << N) - 1);
+    _mm512_mask_storeu_epi64(sums, m, _mm512_add_epi64(_mm512_maskz_loadu_epi64(m, sums), v));
+  }
+}
+
+// sums[k] += the lane sum of s[k] (lane_sums16), k < N <= 16.
+template <int N>
+inline __attribute__((always_inline)) void add_lane_sums(const __m512i* s, int64_t* sums) {
+  const __m512i e = lane_sums16<N>(s);
+  add_sums8<std::min(N, 8)>(sums, _mm512_cvtepi32_epi64(_mm512_castsi512_si256(e)));
+  if constexpr (N > 8) add_sums8<N - 8>(sums + 8, _mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(e, 1)));
+}
+
 // sums[r * V + i] += code sum of row r against vector i over chunks [c0, c1).
 template <int R, int V>
 void code_segment(const uint8_t* const* rows, int64_t stride, const int8_t* const* q, int64_t c0,
                   int64_t c1, int64_t* sums) {
   __m512i s[R][V];
   code_lanes<R, V>(rows, stride, q, c0, c1, s);
-  for (int r = 0; r < R; ++r)
-    for (int i = 0; i < V; ++i) sums[r * V + i] += _mm512_reduce_add_epi32(s[r][i]);
+  add_lane_sums<R * V>(&s[0][0], sums);
 }
 
 template <int R, int V>
@@ -183,8 +205,7 @@ void base3_segment(const uint8_t* const* rows, int64_t stride, const int8_t* con
                    int64_t g1, int64_t K, int64_t* sums) {
   __m512i s[R][V];
   base3_lanes<R, V>(rows, stride, q, g0, g1, K, s);
-  for (int r = 0; r < R; ++r)
-    for (int i = 0; i < V; ++i) sums[r * V + i] += _mm512_reduce_add_epi32(s[r][i]);
+  add_lane_sums<R * V>(&s[0][0], sums);
 }
 
 // The lane sums of 4 rows as 4 int32: one transpose-and-add tree in place
@@ -300,6 +321,8 @@ void vnni_rows(const TernaryMatrix& w, CodeLayout layout, const uint8_t* packed,
       }
     }
   };
+  if (n >= (base3 ? kDecodeVecsBase3 : kDecodeVecsChunk64))
+    return byte_rows(w, layout, packed, scratch, q, n, qsum, sums, r0, r1);
   // Decode on a prepared matrix: whole groups in one loop (decode_groups),
   // when a row is one segment (every real shape).
   const bool one_segment = base3 ? (K + 319) / 320 <= kGroupSegment : K / 256 <= kChunkSegment;

@@ -157,15 +157,22 @@ TEST_P(EverySet, RowRangesAndBatches) {
   }
 }
 
-// Prompt-sized batches (sets may tile tokens by 16, as avx512-amx does)
-// over ranges that start and end inside such tiles.
+// Prompt-sized batches over ranges that start and end inside tiles (sets
+// may tile tokens by 16, as avx512-amx does), and over long rows, which
+// sets may cut into column slices (the AVX-512 sets decode codes to bytes
+// 3840 columns at a time): K = 7936 is three slices with a base-3 group of
+// 4 planes at the end, and 16 and 23 vectors leave partial vector blocks.
 TEST_P(EverySet, PromptBatchesMatchScalar) {
-  for (TensorType type : kTypes) {
-    const Matrix m = make_matrix(*ks_, type, 48, 512, Rows::Mixed, 61);
-    for (auto [r0, r1] : {std::pair<int64_t, int64_t>{0, 48}, {5, 40}})
-      for (int64_t n : {16, 35})
-        check(*ks_, m, n, r0, r1, Acts::Random, uint32_t(62 + n), describe(type, 48, 512, r0, r1, n));
-  }
+  struct Case {
+    int64_t M, K, r0, r1, n;
+  };
+  const Case cases[] = {{48, 512, 0, 48, 16}, {48, 512, 0, 48, 35}, {48, 512, 5, 40, 16}, {48, 512, 5, 40, 35},
+                        {11, 7936, 0, 11, 16}, {11, 7936, 2, 9, 23}};
+  for (TensorType type : kTypes)
+    for (const Case& c : cases) {
+      const Matrix m = make_matrix(*ks_, type, c.M, c.K, Rows::Mixed, uint32_t(61 + c.K));
+      check(*ks_, m, c.n, c.r0, c.r1, Acts::Random, uint32_t(62 + c.n), describe(type, c.M, c.K, c.r0, c.r1, c.n));
+    }
 }
 
 // Direct callers (tests, tools) may skip prepare(): a set then either gives
