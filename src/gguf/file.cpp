@@ -36,10 +36,14 @@ std::string shape_of(std::span<const uint64_t> dims) {
 }  // namespace
 
 // --no-mmap: the file in memory of its own, page-aligned like a mapping
-// (tensor data offsets are aligned relative to the start).
+// (tensor data offsets are aligned relative to the start), on transparent
+// huge pages where the kernel gives them: the head and embeddings are read
+// in place, and on 2 MiB pages L's decode (656 MB of BF16 head per token)
+// made 1.04-1.09x the tokens per second of 4 KiB pages on Zen 5.
 void File::read_whole(int fd, File& f) {
-  const uint64_t page = uint64_t(::sysconf(_SC_PAGESIZE));
-  void* p = std::aligned_alloc(page, (f.size_ + page - 1) / page * page);
+  const uint64_t page = uint64_t(2) << 20, bytes = (f.size_ + page - 1) / page * page;
+  void* p = std::aligned_alloc(page, bytes);
+  if (p) ::madvise(p, bytes, MADV_HUGEPAGE);  // a hint: without it the pages are small
   if (!p) throw file_error(f.path_, "cannot read " + byte_size(f.size_) + " into memory (--no-mmap): out of memory");
   f.owned_ = p;
   f.base_ = static_cast<const uint8_t*>(p);
