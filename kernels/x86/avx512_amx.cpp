@@ -83,7 +83,6 @@ inline void transpose16(__m512i (&r)[16]) {
 // B tiles of 16 rows (units `stride` bytes apart) over all K columns:
 // tile g (columns 64g .. 64g + 63) at out + 1024 g.
 void decode_chunk64(const uint8_t* const* rows, int64_t stride, int64_t K, uint8_t* out) {
-  const __m512i low = _mm512_set1_epi8(0x03);
   for (int64_t c = 0; c < K / 256; ++c) {
     __m512i r[16];
     for (int o = 0; o < kTile; ++o) r[o] = _mm512_load_si512(rows[o] + stride * c);
@@ -91,19 +90,14 @@ void decode_chunk64(const uint8_t* const* rows, int64_t stride, int64_t K, uint8
     uint8_t* tiles = out + 4096 * c;
     for (int d = 0; d < kTile; ++d)
       for (int p = 0; p < 4; ++p)
-        _mm512_store_si512(tiles + 1024 * p + 64 * d,
-                           _mm512_and_si512(_mm512_srli_epi16(r[d], 2 * p), low));
+        _mm512_store_si512(tiles + 1024 * p + 64 * d, chunk64_codes(r[d], p));
   }
 }
 
 // The same from Base3x64 groups (320 columns, 5 planes of 64). Every step
-// of the base-3 decode is per byte, so it commutes with the transpose: plane
-// n's code is (3 b_n) >> 8 with b_{n+1} = 3 b_n mod 256, that is 1 from
-// b_n >= 86 and 2 from b_n >= 171. The last group of a row holds
-// (K % 320) / 64 planes.
+// of the base-3 decode is per byte (base3_codes), so it commutes with the
+// transpose. The last group of a row holds (K % 320) / 64 planes.
 void decode_base3(const uint8_t* const* rows, int64_t stride, int64_t K, uint8_t* out) {
-  const __m512i one = _mm512_set1_epi8(1), c86 = _mm512_set1_epi8(char(86)),
-                c171 = _mm512_set1_epi8(char(171));
   for (int64_t g = 0; g < (K + 319) / 320; ++g) {
     const int planes = g < K / 320 ? 5 : int(K % 320 / 64);
     __m512i r[16];
@@ -112,12 +106,7 @@ void decode_base3(const uint8_t* const* rows, int64_t stride, int64_t K, uint8_t
     uint8_t* tiles = out + 5 * 1024 * g;
     for (int d = 0; d < kTile; ++d) {
       __m512i b = r[d];
-      for (int n = 0; n < planes; ++n) {
-        __m512i code = _mm512_maskz_mov_epi8(_mm512_cmpge_epu8_mask(b, c86), one);
-        code = _mm512_mask_add_epi8(code, _mm512_cmpge_epu8_mask(b, c171), code, one);
-        _mm512_store_si512(tiles + 1024 * n + 64 * d, code);
-        b = _mm512_add_epi8(_mm512_add_epi8(b, b), b);
-      }
+      for (int n = 0; n < planes; ++n, b = next_base3(b)) _mm512_store_si512(tiles + 1024 * n + 64 * d, base3_codes(b));
     }
   }
 }

@@ -70,6 +70,21 @@ constexpr int kByteVecs = 6;
 // the tile fell to 0.74x of the packed loop.
 constexpr int64_t kSliceBlocks = 60;
 
+// Code p (0..3) of each byte of a Chunk64 unit: columns 64p .. 64p + 63 of
+// its chunk, in bits 2p, 2p + 1.
+inline __m512i chunk64_codes(__m512i v, int p) {
+  return _mm512_and_si512(_mm512_srli_epi16(v, 2 * p), _mm512_set1_epi8(0x03));
+}
+
+// The code of each base-3 byte b_n, (3 b_n) >> 8: 1 from 86, 2 from 171.
+// The next plane's byte is 3 b_n mod 256 (next_base3).
+inline __m512i base3_codes(__m512i b) {
+  const __m512i one = _mm512_set1_epi8(1);
+  const __m512i code = _mm512_maskz_mov_epi8(_mm512_cmpge_epu8_mask(b, _mm512_set1_epi8(char(86))), one);
+  return _mm512_mask_add_epi8(code, _mm512_cmpge_epu8_mask(b, _mm512_set1_epi8(char(171))), code, one);
+}
+inline __m512i next_base3(__m512i b) { return _mm512_add_epi8(_mm512_add_epi8(b, b), b); }
+
 // The codes t + 1 of R <= 4 rows (units `stride` bytes apart) in 64-column
 // blocks [b0, b1) as bytes: block b0 + j of row r at out + 64 (4 j + r), so
 // a block's rows are one 256-byte run. b0 starts a chunk (Chunk64) or a
@@ -77,27 +92,19 @@ constexpr int64_t kSliceBlocks = 60;
 void decode_blocks(const uint8_t* const* rows, int R, int64_t stride, int64_t K, bool base3, int64_t b0,
                    int64_t b1, uint8_t* out) {
   if (!base3) {
-    const __m512i low = _mm512_set1_epi8(0x03);
     for (int64_t c = b0 / 4; c < b1 / 4; ++c)
       for (int r = 0; r < R; ++r) {
         const __m512i v = _mm512_load_si512(rows[r] + stride * c);
-        for (int p = 0; p < 4; ++p)  // columns 64p .. 64p + 63 of the chunk, in bits 2p, 2p + 1
-          _mm512_store_si512(out + 64 * (4 * (4 * c + p - b0) + r), _mm512_and_si512(_mm512_srli_epi16(v, 2 * p), low));
+        for (int p = 0; p < 4; ++p) _mm512_store_si512(out + 64 * (4 * (4 * c + p - b0) + r), chunk64_codes(v, p));
       }
     return;
   }
-  // Code n of a base-3 byte b_n is (3 b_n) >> 8: 1 from 86, 2 from 171.
-  const __m512i one = _mm512_set1_epi8(1), c86 = _mm512_set1_epi8(char(86)), c171 = _mm512_set1_epi8(char(171));
   for (int64_t g = b0 / 5; g < (b1 + 4) / 5; ++g) {
     const int planes = g < K / 320 ? 5 : int(K % 320 / 64);
     for (int r = 0; r < R; ++r) {
       __m512i b = _mm512_load_si512(rows[r] + stride * g);
-      for (int n = 0; n < planes; ++n) {
-        __m512i code = _mm512_maskz_mov_epi8(_mm512_cmpge_epu8_mask(b, c86), one);
-        code = _mm512_mask_add_epi8(code, _mm512_cmpge_epu8_mask(b, c171), code, one);
-        _mm512_store_si512(out + 64 * (4 * (5 * g + n - b0) + r), code);
-        b = _mm512_add_epi8(_mm512_add_epi8(b, b), b);
-      }
+      for (int n = 0; n < planes; ++n, b = next_base3(b))
+        _mm512_store_si512(out + 64 * (4 * (5 * g + n - b0) + r), base3_codes(b));
     }
   }
 }
@@ -201,11 +208,10 @@ struct SumLine {
 };
 
 // The sums of the R rows of one group against n vectors, through the
-// bytes. scratch: kSliceBlocks * 256 bytes, then 16 n.
+// bytes: bytes holds a slice's (kSliceBlocks * 256), acc [n][4] the sums
+// over the slices so far.
 void decoded_group(const uint8_t* const* rows, int R, int64_t stride, int64_t K, bool base3, const int8_t* q,
-                   int64_t n, const int32_t* qsum, const SumLine& out, uint8_t* scratch) {
-  uint8_t* bytes = scratch;
-  int32_t* acc = reinterpret_cast<int32_t*>(scratch + kSliceBlocks * 256);  // [n][4]
+                   int64_t n, const int32_t* qsum, const SumLine& out, uint8_t* bytes, int32_t* acc) {
   // Slices of equal length in whole chunks or groups, so that none is a
   // short remainder paying a tile's reductions for little work.
   const int64_t blocks = K / 64, unit = base3 ? 5 : 4, slices = (blocks + kSliceBlocks - 1) / kSliceBlocks;
@@ -238,9 +244,11 @@ void byte_rows(const TernaryMatrix& w, CodeLayout layout, const uint8_t* packed,
   const int64_t K = w.cols, M = w.rows, row_bytes = code_row_bytes(layout, K);
   const bool base3 = layout == CodeLayout::Base3x64;
   const int64_t stride = packed ? kPackedUnitStride : kUnitBytes;
-  // Slot 1: avx512-amx's tiles, which it is done with when it calls here.
-  uint8_t* bytes = thread_scratch(1, size_t(kSliceBlocks * 256 + (16 + 64) * n));
-  int32_t* line = reinterpret_cast<int32_t*>(bytes + kSliceBlocks * 256 + 16 * n);
+  // Slot 1 (avx512-amx's tiles, which it is done with when it calls here):
+  // a slice's bytes, then acc [n][4] and line [n][16] int32.
+  uint8_t* bytes = thread_scratch(1, size_t(kSliceBlocks * 256 + (4 + 16) * 4 * n));
+  int32_t* acc = reinterpret_cast<int32_t*>(bytes + kSliceBlocks * 256);
+  int32_t* line = acc + 4 * n;
   for (int64_t l0 = r0, l1; l0 < r1; l0 = l1) {
     l1 = std::min(r1, (l0 / 16 + 1) * 16);
     for (int64_t r = l0, next; r < l1; r = next) {
@@ -256,7 +264,8 @@ void byte_rows(const TernaryMatrix& w, CodeLayout layout, const uint8_t* packed,
         const uint8_t* ahead = packed_row(packed, layout, K, next);
         for (int64_t o = 0; o < kRowGroup * row_bytes; o += 64) asm volatile("prefetcht1 %0" : : "m"(ahead[o]));
       }
-      decoded_group(rows, R, stride, K, base3, q, n, qsum, {line, sums + l0, M, int(r - l0), next == l1}, bytes);
+      decoded_group(rows, R, stride, K, base3, q, n, qsum, {line, sums + l0, M, int(r - l0), next == l1}, bytes,
+                    acc);
     }
   }
 }
