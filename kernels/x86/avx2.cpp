@@ -9,6 +9,7 @@
 // files tern rejects) and q in [-128, 127]: |lane| <= 768. One block adds 8
 // such lanes per int16, |sum| <= 6144 < 32767, so neither the saturating
 // pair add nor the int16 adds can clip; vpmaddwd then widens to int32.
+#include "avx2_bytes.h"
 #include "avx2_common.h"
 #include "avx2_dense.h"
 #include "avx2_float.h"
@@ -50,8 +51,33 @@ struct MaddubsDot {
   }
 };
 
+// The prompt tile's product (avx2_bytes.h): pair sums added as int16 over
+// a span of kSpan 32-column steps, widened to int32 once per span. A span
+// adds at most 32 * 768 < 32767 per lane (the bound above), so nothing
+// saturates. In the loop: 8 partial sums, 2 vectors, a code and a product,
+// 12 of the 16 registers.
+struct MaddubsMul {
+  static constexpr int kMaxVecs = 2;
+  static constexpr int kMinVecs = 8;
+  static constexpr int64_t kSpan = 32;
+  struct Consts {
+    __m256i ones = _mm256_set1_epi16(1);
+  };
+  // In place, for the reason avx2-vnni's DpbusdMul gives: through the
+  // intrinsics GCC 12 moved each sum around its add and kept one on the
+  // stack.
+  static inline __attribute__((always_inline)) void dot(__m256i& part, __m256i c, __m256i x, const Consts&) {
+    __m256i t;
+    asm("vpmaddubsw %3, %2, %1\n\tvpaddw %1, %0, %0" : "+x"(part), "=&x"(t) : "x"(c), "x"(x));
+  }
+  static inline __attribute__((always_inline)) void fold(__m256i& acc, __m256i part, const Consts& k) {
+    acc = _mm256_add_epi32(acc, _mm256_madd_epi16(part, k.ones));
+  }
+};
+
 void gemm_i8(const TernaryMatrix& w, const int8_t* q, int64_t n, int32_t* sums, int64_t r0,
              int64_t r1) {
+  if (n >= MaddubsMul::kMinVecs) return gemm_i8_bytes<MaddubsMul>(w, q, n, sums, r0, r1);
   gemm_i8_driver<MaddubsDot>(w, q, n, sums, r0, r1);
 }
 

@@ -8,6 +8,7 @@
 //
 // Exactness: a group of four products is at most 4 * 3 * 128 in magnitude,
 // and the int32 accumulators wrap, so the result is exact (see rows_i8).
+#include "avx2_bytes.h"
 #include "avx2_common.h"
 #include "avx2_dense.h"
 #include "avx2_float.h"
@@ -53,8 +54,29 @@ struct DpbusdDot {
   }
 };
 
+// The prompt tile's product (avx2_bytes.h), in place: through the
+// intrinsic GCC copies accumulators around each vpdpbusd. {vex}: the
+// assembler's default for vpdpbusd is the AVX512-VNNI encoding.
+struct DpbusdMul {
+  // 12 accumulators and a code vector; the activations are memory
+  // operands. With them in registers too, all 16 were taken, GCC kept one
+  // accumulator on the stack, and its store-to-load round trip each step
+  // held the tile to 0.5 of the vpdpbusd peak.
+  static constexpr int kMaxVecs = 2;
+  static constexpr int kMinVecs = 8;
+  static constexpr int64_t kSpan = int64_t(1) << 40;  // int32 all the way: one span
+  struct Consts {};
+  static inline __attribute__((always_inline)) void dot(__m256i& acc, __m256i c, __m256i x, const Consts&) {
+    asm("%{vex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(c), "x"(x));
+  }
+  static inline __attribute__((always_inline)) void fold(__m256i& acc, __m256i part, const Consts&) {
+    acc = _mm256_add_epi32(acc, part);
+  }
+};
+
 void gemm_i8(const TernaryMatrix& w, const int8_t* q, int64_t n, int32_t* sums, int64_t r0,
              int64_t r1) {
+  if (n >= DpbusdMul::kMinVecs) return gemm_i8_bytes<DpbusdMul>(w, q, n, sums, r0, r1);
   gemm_i8_driver<DpbusdDot>(w, q, n, sums, r0, r1);
 }
 

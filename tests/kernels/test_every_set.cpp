@@ -167,7 +167,7 @@ TEST_P(EverySet, PromptBatchesMatchScalar) {
     int64_t M, K, r0, r1, n;
   };
   const Case cases[] = {{48, 512, 0, 48, 16}, {48, 512, 0, 48, 35}, {48, 512, 5, 40, 16}, {48, 512, 5, 40, 35},
-                        {11, 7936, 0, 11, 16}, {11, 7936, 2, 9, 23}};
+                        {11, 7936, 0, 11, 16}, {11, 7936, 2, 9, 23}, {9, 4096, 1, 8, 8}, {9, 4096, 0, 9, 9}};
   for (TensorType type : kTypes)
     for (const Case& c : cases) {
       const Matrix m = make_matrix(*ks_, type, c.M, c.K, Rows::Mixed, uint32_t(61 + c.K));
@@ -180,11 +180,12 @@ TEST_P(EverySet, PromptBatchesMatchScalar) {
 TEST_P(EverySet, UnpreparedMatrixMatchesOrIsRefused) {
   for (TensorType type : kTypes) {
     const Matrix m = make_matrix(type, 33, 512, Rows::Random, 51);
-    try {
-      check(*ks_, m, 2, 3, 30, Acts::Random, 52, describe(type, 33, 512, 3, 30, 2) + " unprepared");
-    } catch (const Error& e) {
-      SUCCEED() << ks_->name << " refuses unprepared " << describe(type, 33, 512, 3, 30, 2) << ": " << e.what();
-    }
+    // n = 2 takes the decode loops, n = 17 the prompt paths.
+    for (int n : {2, 17}) try {
+        check(*ks_, m, n, 3, 30, Acts::Random, 52, describe(type, 33, 512, 3, 30, n) + " unprepared");
+      } catch (const Error& e) {
+        SUCCEED() << ks_->name << " refuses unprepared " << describe(type, 33, 512, 3, 30, n) << ": " << e.what();
+      }
   }
 }
 
