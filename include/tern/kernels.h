@@ -136,6 +136,14 @@ using PhaseGemmI8 = void (*)(const PhaseMatrix& w, const int8_t* xq, int64_t n, 
 // byte for byte as quantize_act_i8 (quant.h), the scalar reference.
 using QuantizeI8 = float (*)(const float* x, int64_t n, int8_t* q);
 
+// The FFN's gated activation, in place: gate[i] = act(gate[i]) * up[i].
+// Every set gives the reference's bits (kernels/glu.h says why they can).
+using Glu = void (*)(float* gate, const float* up, int n);
+// The references: act = silu (SwiGLU), and act(g) = max(g, 0)^2 (BitNet
+// 2B-4T's squared-ReLU GLU).
+void silu_glu(float* gate, const float* up, int n);
+void relu2_glu(float* gate, const float* up, int n);
+
 // A set may implement one activation mode only; the other's pointers are null.
 struct KernelSet {
   const char* name;
@@ -152,6 +160,8 @@ struct KernelSet {
   // another's (avx512-amx tiles only prompts): --kernel auto, which times
   // decode, times one loop once, as the first set that runs it.
   const char* decodes_as = nullptr;
+  Glu glu_silu = &silu_glu;  // every set has both
+  Glu glu_relu2 = &relu2_glu;
 };
 
 // The read roof's loop (kernels/read_roof.cpp): sums the bytes p[0, n) (n

@@ -104,7 +104,8 @@ void tq1_blocks_to_tq2_codes(const uint8_t* blocks, int64_t n, uint8_t* out) {
 const KernelSet& avx2_kernels() {
   static const KernelSet set{"avx2", &available, &gemm_f32_avx2, &gemm_i8,
                              &dense_gemm_x86, &avx2_prepare, &avx2_prepared_bytes, &phase_gemm_avx2,
-                             &quantize_i8_avx2, &phase_gemm_i8_avx2<PhaseMaddubs>};
+                             &quantize_i8_avx2, &phase_gemm_i8_avx2<PhaseMaddubs>, nullptr,
+                             &silu_glu_avx2, &relu2_glu_avx2};
   return set;
 }
 

@@ -87,7 +87,8 @@ bool available(const CpuFeatures& f) { return f.avx2 && f.fma && f.f16c && f.avx
 const KernelSet& avx2_vnni_kernels() {
   static const KernelSet set{"avx2-vnni", &available, &gemm_f32_avx2, &gemm_i8,
                              &dense_gemm_x86, &avx2_prepare, &avx2_prepared_bytes, &phase_gemm_avx2,
-                             &quantize_i8_avx2, &phase_gemm_i8_avx2<PhaseDpbusd>};
+                             &quantize_i8_avx2, &phase_gemm_i8_avx2<PhaseDpbusd>, nullptr,
+                             &silu_glu_avx2, &relu2_glu_avx2};
   return set;
 }
 

@@ -487,7 +487,7 @@ void Model::forward_batch(const int32_t* tokens, int n, int pos, float* logits, 
       if (L.attn_sub_norm) ops::rmsnorm(a, a, L.attn_sub_norm, QD, c.norm_eps);
     });
     linears({{&L.w_gate, s.hb.data()}, {&L.w_up, s.hb2.data()}}, s.xb.data(), n, D,
-            c.ffn_act == FfnAct::SiLU ? ops::swiglu : ops::relu2_glu, [&](int i) {
+            c.ffn_act == FfnAct::SiLU ? kernels_->glu_silu : kernels_->glu_relu2, [&](int i) {
               add_residual(i);  // the attention's, then the FFN's input
               ops::rmsnorm(s.xb.data() + size_t(i) * D, s.x.data() + size_t(i) * D, L.ffn_norm, D,
                            c.norm_eps);

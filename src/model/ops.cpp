@@ -1,43 +1,12 @@
 #include "tern/ops.h"
 
+#include "tern/kernels.h"
+
 #include <algorithm>
-#include <bit>
 #include <cstdint>
 #include <cmath>
 
 namespace tern::ops {
-
-namespace {
-
-// exp(x) in straight-line float code that GCC vectorizes on the baseline
-// x86-64 (SSE2): libm's expf is a call per value, and SwiGLU makes one per
-// hidden value (11% of a prompt). Cephes' expf:
-// x = n ln2 + r with |r| <= ln2/2 (ln2 in two parts, the first exact times
-// any n here), a degree-7 polynomial for e^r, about 2 ulp (the tests hold
-// it to that against double exp). 2^n is applied as two factors so that
-// exp overflows to inf above 88.72 and reaches 0 through the subnormals
-// below -87.3 as libm's does (exp(-inf) = 0); NaN stays NaN. No FMA at the
-// x86-64 baseline, so every kernel set and x86-64 machine gets the same bits.
-inline float exp_poly(float x) {
-  x = x < -104.0f ? -104.0f : x;  // NaN fails both tests and passes
-  x = x > 89.0f ? 89.0f : x;
-  const float round = 12582912.0f;             // 1.5 * 2^23: adding it rounds to an integer
-  const float n = (x * 1.44269504088896341f + round) - round;
-  const float r = (x - n * 0.693359375f) - n * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * (r * r) + r + 1.0f;
-  // NaN would make the conversion undefined (UBSan's float-cast-overflow);
-  // p is NaN then anyway.
-  const int32_t k = int32_t(n == n ? n : 0.0f), k1 = k / 2, k2 = k - k1;  // each within [-75, 64]
-  return p * std::bit_cast<float>((k1 + 127) << 23) * std::bit_cast<float>((k2 + 127) << 23);
-}
-
-}  // namespace
 
 void rmsnorm(float* out, const float* x, const float* w, int n, float eps) {
   // Four double lanes: one chain of dependent adds cost about 4 cycles a
@@ -123,25 +92,9 @@ void attention(float* out, const float* q, const float* keys, const float* value
   }
 }
 
-void swiglu(float* gate, const float* up, int n) {
-  for (int i = 0; i < n; ++i) {
-    const float g = gate[i];
-    gate[i] = g / (1.0f + exp_poly(-g)) * up[i];
-  }
-}
+void swiglu(float* gate, const float* up, int n) { silu_glu(gate, up, n); }
 
-void relu2_glu(float* gate, const float* up, int n) {
-  // std::max(g, 0) was a branch, mispredicted on every other value (7% of
-  // a prompt), and GCC vectorizes no select of float products (they may
-  // trap). So g is zeroed on its bits when negative, -0 or -inf, and NaN
-  // kept, as std::max does: 0 * 0 * u is what -0 gives too.
-  for (int i = 0; i < n; ++i) {
-    const int32_t b = std::bit_cast<int32_t>(gate[i]);
-    const bool negative = (b < 0) & ((b & 0x7fffffff) <= 0x7f800000);
-    const float g = std::bit_cast<float>(b & (int32_t(negative) - 1));
-    gate[i] = g * g * up[i];
-  }
-}
+void relu2_glu(float* gate, const float* up, int n) { tern::relu2_glu(gate, up, n); }
 
 // Eight interleaved partial sums, added in a fixed order: the compiler
 // vectorizes the lanes without reassociating anything, so the result is the

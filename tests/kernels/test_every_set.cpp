@@ -10,6 +10,7 @@
 
 #include <bit>
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -237,6 +238,34 @@ TEST_P(EverySet, BadCallsAreErrors) {
     no_scale.row_scale = nullptr;
     EXPECT_THROW(ks_->gemm_f32(no_scale, x.data(), 1, y.data(), 0, 4), Error);
   }
+}
+
+// The gated activations, bit for bit the references (kernels/glu.h): over
+// every exponent a hidden value takes, the ends of exp's range, signed
+// zeros, infinities and NaN, at lengths around the vector widths and from
+// an unaligned start.
+TEST_P(EverySet, GatedActivationsAreTheReferenceBits) {
+  std::vector<float> g, u;
+  for (float v = -120.0f; v <= 120.0f; v += 0.0371f) g.push_back(v);
+  const float inf = std::numeric_limits<float>::infinity();
+  for (float v : {0.0f, -0.0f, 1e-30f, -1e-30f, 1e-42f, -1e-42f, 87.33f, -87.33f, 88.72f, -88.72f, 103.9f,
+                  -103.9f, 1e30f, -1e30f, inf, -inf, std::nanf(""), -std::nanf("")})
+    g.push_back(v);
+  const auto r = random_floats(g.size(), 71);
+  for (size_t i = 0; i < g.size(); ++i) u.push_back(i % 7 == 3 ? -0.0f : 3 * r[i]);
+  const struct {
+    const char* name;
+    Glu set, reference;
+  } glus[] = {{"silu", ks_->glu_silu, &silu_glu}, {"relu2", ks_->glu_relu2, &relu2_glu}};
+  for (const auto& f : glus)
+    for (int n : {1, 7, 8, 15, 16, 17, 33, 100, int(g.size()) - 1}) {
+      std::vector<float> want(g.begin() + 1, g.begin() + 1 + n), got = want;
+      f.reference(want.data(), u.data() + 1, n);
+      f.set(got.data(), u.data() + 1, n);
+      for (int i = 0; i < n; ++i)
+        ASSERT_EQ(std::bit_cast<uint32_t>(got[size_t(i)]), std::bit_cast<uint32_t>(want[size_t(i)]))
+            << f.name << " n " << n << " g " << g[size_t(i) + 1] << " u " << u[size_t(i) + 1];
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(Built, EverySet, testing::ValuesIn(vector_sets()), [](const auto& info) {
