@@ -32,27 +32,33 @@ void rope_angles(float* cs, int head_dim, int pos, float theta) {
   }
 }
 
+// Head by head, each head's values in order: the q and k a prompt's
+// product wrote are half another thread's (rows are split), and walking
+// all heads at each angle touched a line of every head at once, each a miss
+// to the other core (RoPE was 3.8% of a two-thread prompt at S's shape
+// against 1.3% on one). In order, the prefetcher runs ahead and the loop
+// vectorizes; every value gets the same operations as before.
 void rope(float* x, int n_heads, int head_dim, const float* cs) {
-  for (int i = 0; i < head_dim / 2; ++i) {
-    const float c = cs[2 * i], s = cs[2 * i + 1];
-    for (int h = 0; h < n_heads; ++h) {
-      float* p = x + h * head_dim + 2 * i;
-      const float x0 = p[0], x1 = p[1];
-      p[0] = x0 * c - x1 * s;
-      p[1] = x0 * s + x1 * c;
+  for (int h = 0; h < n_heads; ++h) {
+    float* p = x + h * head_dim;
+    for (int i = 0; i < head_dim / 2; ++i) {
+      const float c = cs[2 * i], s = cs[2 * i + 1];
+      const float x0 = p[2 * i], x1 = p[2 * i + 1];
+      p[2 * i] = x0 * c - x1 * s;
+      p[2 * i + 1] = x0 * s + x1 * c;
     }
   }
 }
 
 void rope_halves(float* x, int n_heads, int head_dim, const float* cs) {
   const int half = head_dim / 2;
-  for (int i = 0; i < half; ++i) {
-    const float c = cs[2 * i], s = cs[2 * i + 1];
-    for (int h = 0; h < n_heads; ++h) {
-      float* p = x + h * head_dim + i;
-      const float x0 = p[0], x1 = p[half];
-      p[0] = x0 * c - x1 * s;
-      p[half] = x0 * s + x1 * c;
+  for (int h = 0; h < n_heads; ++h) {
+    float* p = x + h * head_dim;
+    for (int i = 0; i < half; ++i) {
+      const float c = cs[2 * i], s = cs[2 * i + 1];
+      const float x0 = p[i], x1 = p[i + half];
+      p[i] = x0 * c - x1 * s;
+      p[i + half] = x0 * s + x1 * c;
     }
   }
 }
