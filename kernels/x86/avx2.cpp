@@ -57,6 +57,7 @@ struct MaddubsDot {
 // saturates. In the loop: 8 partial sums, 2 vectors, a code and a product,
 // 12 of the 16 registers.
 struct MaddubsMul {
+  static constexpr int kRows = 4;
   static constexpr int kMaxVecs = 2;
   static constexpr int kMinVecs = 8;
   static constexpr int64_t kSpan = 32;

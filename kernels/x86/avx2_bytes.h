@@ -18,16 +18,17 @@
 namespace tern::kernels_detail {
 namespace {
 
-// Rows per decoded group: each loaded activation vector serves four.
-constexpr int kByteRows = 4;
-// Columns per slice, in 256-column blocks: 4 rows x 3840 bytes = 15 KiB,
+// Rows per decoded group at most (Mul::kRows is 4 or 6).
+constexpr int kMaxByteRows = 6;
+// Columns per slice, in 256-column blocks: 6 rows x 3840 bytes = 22.5 KiB,
 // which stays in L1 while every vector block streams its share of the
 // slice past it (the avx512 path's reason and size).
 constexpr int64_t kByteSliceBlocks = 15;
 
-// The codes t + 1 of R <= 4 rows (row r at rows + r * rb) in blocks
+// The codes t + 1 of R <= G rows (row r at rows + r * rb) in blocks
 // [b0, b1) as bytes: 32 columns 32 s .. 32 s + 31 of the slice for row r at
-// out + 32 (4 s + r), so one column step's rows are one 128-byte run.
+// out + 32 (G s + r), so one column step's rows are one run.
+template <int G>
 inline void decode_byte_rows(const uint8_t* rows, int64_t rb, int R, const Source& src, int64_t b0, int64_t b1,
                              uint8_t* out) {
   const int64_t bb = src.block_bytes;
@@ -38,8 +39,8 @@ inline void decode_byte_rows(const uint8_t* rows, int64_t rb, int R, const Sourc
         decode_tq1(rows + r * rb + b * bb, c);
       else
         decode_tq2(rows + r * rb + b * bb, c);
-      uint8_t* o = out + 32 * (4 * 8 * (b - b0) + r);
-      for (int i = 0; i < 8; ++i) _mm256_store_si256(reinterpret_cast<__m256i*>(o + 128 * i), c[i]);
+      uint8_t* o = out + 32 * (G * 8 * (b - b0) + r);
+      for (int i = 0; i < 8; ++i) _mm256_store_si256(reinterpret_cast<__m256i*>(o + 32 * G * i), c[i]);
     }
 }
 
@@ -49,7 +50,7 @@ inline __m128i row_sums4(__m256i a0, __m256i a1, __m256i a2, __m256i a3) {
   return _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
 }
 
-// Where a tile's sums go: acc [V][4] holds the earlier slices' sums (read
+// Where a tile's sums go: acc [V][8] holds the earlier slices' sums (read
 // unless first, written unless last); on the last slice vector v's R sums,
 // less qsum[v], go to dst + v * M.
 struct ByteOut {
@@ -60,18 +61,34 @@ struct ByteOut {
   int64_t M;
 };
 
-// The code sums of R rows against V vectors over `steps` 32-column steps
-// of decode_byte_rows' bytes (x[v] at the slice's start). Mul supplies
+// Lanes r < R of rows [4h, 4h + 4) of the tile's vector v, each less q,
+// to dst (the rows' place in the output), or added to / stored in acc.
+template <int R>
+inline void finish_rows(__m128i e, int h, const ByteOut& out, int v) {
+  int32_t* a = out.acc + 8 * v + 4 * h;
+  if (!out.first) e = _mm_add_epi32(e, _mm_loadu_si128(reinterpret_cast<const __m128i*>(a)));
+  if (!out.last) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(a), e);
+  } else {
+    e = _mm_sub_epi32(e, _mm_set1_epi32(out.qsum[v]));
+    const __m128i mask = _mm_cmpgt_epi32(_mm_set1_epi32(R - 4 * h), _mm_setr_epi32(0, 1, 2, 3));
+    _mm_maskstore_epi32(out.dst + v * out.M + 4 * h, mask, e);
+  }
+}
+
+// The code sums of R <= G rows against V vectors over `steps` 32-column
+// steps of decode_byte_rows<G>'s bytes (x[v] at the slice's start). Mul supplies
 // acc += codes . activations per 32 bytes and how many vectors fit its
 // registers. The unroll pragmas keep acc in registers: GCC replaces an
 // array by scalars only where every index is a constant.
 template <class Mul, int R, int V>
 void byte_tile(const uint8_t* codes, const int8_t* const* x, int64_t steps, const ByteOut& out) {
+  constexpr int G = Mul::kRows;
   __m256i acc[R][V];
   const typename Mul::Consts k{};
-#pragma GCC unroll 4
+#pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int v = 0; v < V; ++v) acc[r][v] = _mm256_setzero_si256();
   // Spans of at most Mul::kSpan steps gather into part[][], which
   // Mul::fold adds to acc: int16 partial sums for vpmaddubsw, whose
@@ -79,40 +96,32 @@ void byte_tile(const uint8_t* codes, const int8_t* const* x, int64_t steps, cons
   for (int64_t s0 = 0; s0 < steps; s0 += Mul::kSpan) {
     const int64_t s1 = steps - s0 < Mul::kSpan ? steps : s0 + Mul::kSpan;
     __m256i part[R][V];
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int r = 0; r < R; ++r)
-#pragma GCC unroll 4
+#pragma GCC unroll 8
       for (int v = 0; v < V; ++v) part[r][v] = _mm256_setzero_si256();
     for (int64_t s = s0; s < s1; ++s) {
       __m256i xv[V];
-#pragma GCC unroll 4
+#pragma GCC unroll 8
       for (int v = 0; v < V; ++v) xv[v] = load32(x[v] + 32 * s);
-#pragma GCC unroll 4
+#pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {
-        const __m256i c = _mm256_load_si256(reinterpret_cast<const __m256i*>(codes + 32 * (4 * s + r)));
-#pragma GCC unroll 4
+        const __m256i c = _mm256_load_si256(reinterpret_cast<const __m256i*>(codes + 32 * (G * s + r)));
+#pragma GCC unroll 8
         for (int v = 0; v < V; ++v) Mul::dot(part[r][v], c, xv[v], k);
       }
     }
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int r = 0; r < R; ++r)
-#pragma GCC unroll 4
+#pragma GCC unroll 8
       for (int v = 0; v < V; ++v) Mul::fold(acc[r][v], part[r][v], k);
   }
   const __m256i z = _mm256_setzero_si256();
-#pragma GCC unroll 4
+  const auto row = [&](int r, int v) { return r < R ? acc[r < R ? r : 0][v] : z; };
+#pragma GCC unroll 8
   for (int v = 0; v < V; ++v) {
-    __m128i e = row_sums4(acc[0][v], R > 1 ? acc[R > 1 ? 1 : 0][v] : z, R > 2 ? acc[R > 2 ? 2 : 0][v] : z,
-                          R > 3 ? acc[R > 3 ? 3 : 0][v] : z);
-    int32_t* a = out.acc + 4 * v;
-    if (!out.first) e = _mm_add_epi32(e, _mm_loadu_si128(reinterpret_cast<const __m128i*>(a)));
-    if (!out.last) {
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(a), e);
-    } else {
-      e = _mm_sub_epi32(e, _mm_set1_epi32(out.qsum[v]));
-      const __m128i mask = _mm_cmpgt_epi32(_mm_set1_epi32(R), _mm_setr_epi32(0, 1, 2, 3));
-      _mm_maskstore_epi32(out.dst + v * out.M, mask, e);
-    }
+    finish_rows<R>(row_sums4(row(0, v), row(1, v), row(2, v), row(3, v)), 0, out, v);
+    if constexpr (R > 4) finish_rows<R>(row_sums4(row(4, v), row(5, v), row(6, v), row(7, v)), 1, out, v);
   }
 }
 
@@ -134,32 +143,40 @@ void byte_rows_avx2(const TernaryMatrix& w, const Source& src, const int8_t* q, 
   // Slices of equal length, so that none is a short remainder paying a
   // tile's reductions for little work.
   const int64_t slices = (nb + kByteSliceBlocks - 1) / kByteSliceBlocks, step = (nb + slices - 1) / slices;
-  uint8_t* bytes = thread_scratch(0, size_t(kByteSliceBlocks * QK * kByteRows + 4 * 4 * n));
-  int32_t* acc = reinterpret_cast<int32_t*>(bytes + kByteSliceBlocks * QK * kByteRows);
-  for (int64_t r = r0; r < r1; r += kByteRows) {
-    const int R = r1 - r < kByteRows ? int(r1 - r) : kByteRows;
+  constexpr int G = Mul::kRows;
+  static_assert(G >= 1 && G <= kMaxByteRows);
+  uint8_t* bytes = thread_scratch(0, size_t(kByteSliceBlocks * QK * G + 8 * 4 * n));
+  int32_t* acc = reinterpret_cast<int32_t*>(bytes + kByteSliceBlocks * QK * G);
+  for (int64_t r = r0; r < r1; r += G) {
+    const int R = r1 - r < G ? int(r1 - r) : G;
     const uint8_t* rows = src.base + r * rb;
     // The next group's rows, one contiguous run, while this one's tiles
     // run: its decode would otherwise wait on DRAM once per group.
-    if (r + kByteRows < r1) {
-      const uint8_t* ahead = rows + kByteRows * rb;
-      const int64_t len = (r1 - r - kByteRows < kByteRows ? r1 - r - kByteRows : kByteRows) * rb;
+    if (r + G < r1) {
+      const uint8_t* ahead = rows + G * rb;
+      const int64_t len = (r1 - r - G < G ? r1 - r - G : G) * rb;
       for (int64_t o = 0; o < len; o += 64) asm volatile("prefetcht1 %0" : : "m"(ahead[o]));
     }
     for (int64_t b0 = 0; b0 < nb; b0 += step) {
       const int64_t b1 = b0 + step < nb ? b0 + step : nb;
-      decode_byte_rows(rows, rb, R, src, b0, b1, bytes);
+      decode_byte_rows<G>(rows, rb, R, src, b0, b1, bytes);
       for (int64_t i = 0; i < n; i += Mul::kMaxVecs) {
         const int V = n - i < Mul::kMaxVecs ? int(n - i) : Mul::kMaxVecs;
         const int8_t* xs[3];
         for (int v = 0; v < V; ++v) xs[v] = q + (i + v) * K + QK * b0;
-        const ByteOut to{acc + 4 * i, b0 == 0, b1 == nb, qsum + i, sums + i * M + r, M};
+        const ByteOut to{acc + 8 * i, b0 == 0, b1 == nb, qsum + i, sums + i * M + r, M};
         const int64_t steps = 8 * (b1 - b0);
         switch (R) {
           case 1: byte_tile_any<Mul, 1>(V, bytes, xs, steps, to); break;
           case 2: byte_tile_any<Mul, 2>(V, bytes, xs, steps, to); break;
           case 3: byte_tile_any<Mul, 3>(V, bytes, xs, steps, to); break;
-          default: byte_tile_any<Mul, 4>(V, bytes, xs, steps, to); break;
+          case 4: byte_tile_any<Mul, 4>(V, bytes, xs, steps, to); break;
+          case 5:
+            if constexpr (G >= 5) byte_tile_any<Mul, G >= 5 ? 5 : 1>(V, bytes, xs, steps, to);
+            break;
+          default:
+            if constexpr (G >= 6) byte_tile_any<Mul, G >= 6 ? 6 : 1>(V, bytes, xs, steps, to);
+            break;
         }
       }
     }

@@ -58,10 +58,13 @@ struct DpbusdDot {
 // intrinsic GCC copies accumulators around each vpdpbusd. {vex}: the
 // assembler's default for vpdpbusd is the AVX512-VNNI encoding.
 struct DpbusdMul {
-  // 12 accumulators and a code vector; the activations are memory
-  // operands. With them in registers too, all 16 were taken, GCC kept one
-  // accumulator on the stack, and its store-to-load round trip each step
-  // held the tile to 0.5 of the vpdpbusd peak.
+  // 6 rows x 2 vectors: 12 accumulators, 2 activation vectors and a code,
+  // 15 of the 16 registers. vpdpbusd's latency wants about ten independent
+  // sums in flight at two a cycle: 4 x 2 (8 sums) ran at 0.80-0.85 of the
+  // peak on Zen 5, 6 x 2 at 0.85-0.87. 4 x 3 took all 16 registers, GCC
+  // kept an accumulator on the stack, and its store-to-load round trip
+  // each step held the tile to half the peak.
+  static constexpr int kRows = 6;
   static constexpr int kMaxVecs = 2;
   static constexpr int kMinVecs = 8;
   static constexpr int64_t kSpan = int64_t(1) << 40;  // int32 all the way: one span
