@@ -32,7 +32,9 @@ void attention(float* out, const float* q, const float* keys, const float* value
                int n_heads, int n_kv_heads, int head_dim, float* scratch, int h0 = 0,
                int h1 = -1);
 
-// gate[i] = silu(gate[i]) * up[i]
+// gate[i] = silu(gate[i]) * up[i]. Both GLUs are the kernels' references
+// (kernels/glu.h); the forward pass calls its kernel set's copies, which
+// give the same bits at their vector width.
 void swiglu(float* gate, const float* up, int n);
 // gate[i] = relu(gate[i])^2 * up[i] (BitNet b1.58 2B-4T's relu2 GLU)
 void relu2_glu(float* gate, const float* up, int n);
