@@ -40,14 +40,14 @@ void check_dense_call(const DenseMatrix& w, int64_t n, int64_t ldy, int64_t r0, 
 // linker may pick for the whole binary (tests/tools/check_isa_symbols.sh).
 [[noreturn]] void throw_kernel_error(const char* message);
 
-// One accessor per ISA file (kernels/x86/*.cpp, kernels/arm/*.cpp); declared
-// for all, defined only where CMakeLists.txt builds the file.
 // The gated activations at the x86 sets' widths (kernels/x86/glu_*.cpp).
 void silu_glu_avx2(float* gate, const float* up, int n);
 void relu2_glu_avx2(float* gate, const float* up, int n);
 void silu_glu_avx512(float* gate, const float* up, int n);
 void relu2_glu_avx512(float* gate, const float* up, int n);
 
+// One accessor per ISA file (kernels/x86/*.cpp, kernels/arm/*.cpp); declared
+// for all, defined only where CMakeLists.txt builds the file.
 const KernelSet& avx512_amx_kernels();
 const KernelSet& avx512_vnni_kernels();
 const KernelSet& avx512_pext_kernels();

@@ -59,7 +59,6 @@ struct MaddubsDot {
 struct MaddubsMul {
   static constexpr int kRows = 4;
   static constexpr int kMaxVecs = 2;
-  static constexpr int kMinVecs = 8;
   static constexpr int64_t kSpan = 32;
   struct Consts {
     __m256i ones = _mm256_set1_epi16(1);
@@ -78,8 +77,7 @@ struct MaddubsMul {
 
 void gemm_i8(const TernaryMatrix& w, const int8_t* q, int64_t n, int32_t* sums, int64_t r0,
              int64_t r1) {
-  if (n >= MaddubsMul::kMinVecs) return gemm_i8_bytes<MaddubsMul>(w, q, n, sums, r0, r1);
-  gemm_i8_driver<MaddubsDot>(w, q, n, sums, r0, r1);
+  gemm_i8_avx2<MaddubsDot, MaddubsMul>(w, q, n, sums, r0, r1);
 }
 
 bool available(const CpuFeatures& f) { return f.avx2 && f.fma && f.f16c && f.os_avx; }

@@ -1,5 +1,5 @@
-// Prompt batches on the AVX2 sets (avx2_common.h): each group of four rows
-// is decoded into byte codes t + 1 once per slice of columns, and every
+// Prompt batches on the AVX2 sets (avx2_common.h): each group of rows (Mul's
+// kRows, four or six) is decoded into byte codes t + 1 once per slice of columns, and every
 // block of vectors runs over those bytes, so the tile's inner loop is loads
 // and products alone. The per-block path decodes each block again for
 // every four vectors: at n = 64 a block's shifts and masks are paid 16
@@ -18,8 +18,9 @@
 namespace tern::kernels_detail {
 namespace {
 
-// Rows per decoded group at most (Mul::kRows is 4 or 6).
-constexpr int kMaxByteRows = 6;
+// Batches of this many vectors or more take this path; at 4 the per-block
+// loop was as fast (PERFORMANCE.md).
+constexpr int64_t kByteMinVecs = 8;
 // Columns per slice, in 256-column blocks: 6 rows x 3840 bytes = 22.5 KiB,
 // which stays in L1 while every vector block streams its share of the
 // slice past it (the avx512 path's reason and size).
@@ -80,9 +81,11 @@ inline void finish_rows(__m128i e, int h, const ByteOut& out, int v) {
 // steps of decode_byte_rows<G>'s bytes (x[v] at the slice's start). Mul supplies
 // acc += codes . activations per 32 bytes and how many vectors fit its
 // registers. The unroll pragmas keep acc in registers: GCC replaces an
-// array by scalars only where every index is a constant.
+// array by scalars only where every index is a constant. Not inlined: in
+// the caller, values live around the call took registers and put partial
+// sums on the stack (avx2's tile at 0.65x).
 template <class Mul, int R, int V>
-void byte_tile(const uint8_t* codes, const int8_t* const* x, int64_t steps, const ByteOut& out) {
+__attribute__((noinline)) void byte_tile(const uint8_t* codes, const int8_t* const* x, int64_t steps, const ByteOut& out) {
   constexpr int G = Mul::kRows;
   __m256i acc[R][V];
   const typename Mul::Consts k{};
@@ -125,9 +128,13 @@ void byte_tile(const uint8_t* codes, const int8_t* const* x, int64_t steps, cons
   }
 }
 
-template <class Mul, int R>
-void byte_tile_any(int V, const uint8_t* codes, const int8_t* const* x, int64_t steps, const ByteOut& out) {
+// byte_tile for rows <= Mul::kRows rows and V <= Mul::kMaxVecs vectors.
+template <class Mul, int R = 1>
+void byte_tile_any(int rows, int V, const uint8_t* codes, const int8_t* const* x, int64_t steps,
+                   const ByteOut& out) {
   static_assert(Mul::kMaxVecs >= 1 && Mul::kMaxVecs <= 3);
+  if constexpr (R < Mul::kRows)
+    if (rows > R) return byte_tile_any<Mul, R + 1>(rows, V, codes, x, steps, out);
   if (V == 1) return byte_tile<Mul, R, 1>(codes, x, steps, out);
   if constexpr (Mul::kMaxVecs >= 2)
     if (V == 2) return byte_tile<Mul, R, 2>(codes, x, steps, out);
@@ -144,7 +151,7 @@ void byte_rows_avx2(const TernaryMatrix& w, const Source& src, const int8_t* q, 
   // tile's reductions for little work.
   const int64_t slices = (nb + kByteSliceBlocks - 1) / kByteSliceBlocks, step = (nb + slices - 1) / slices;
   constexpr int G = Mul::kRows;
-  static_assert(G >= 1 && G <= kMaxByteRows);
+  static_assert(G >= 1 && G <= 8);  // byte_tile reduces rows four at a time, twice at most
   uint8_t* bytes = thread_scratch(0, size_t(kByteSliceBlocks * QK * G + 8 * 4 * n));
   int32_t* acc = reinterpret_cast<int32_t*>(bytes + kByteSliceBlocks * QK * G);
   for (int64_t r = r0; r < r1; r += G) {
@@ -165,27 +172,17 @@ void byte_rows_avx2(const TernaryMatrix& w, const Source& src, const int8_t* q, 
         const int8_t* xs[3];
         for (int v = 0; v < V; ++v) xs[v] = q + (i + v) * K + QK * b0;
         const ByteOut to{acc + 8 * i, b0 == 0, b1 == nb, qsum + i, sums + i * M + r, M};
-        const int64_t steps = 8 * (b1 - b0);
-        switch (R) {
-          case 1: byte_tile_any<Mul, 1>(V, bytes, xs, steps, to); break;
-          case 2: byte_tile_any<Mul, 2>(V, bytes, xs, steps, to); break;
-          case 3: byte_tile_any<Mul, 3>(V, bytes, xs, steps, to); break;
-          case 4: byte_tile_any<Mul, 4>(V, bytes, xs, steps, to); break;
-          case 5:
-            if constexpr (G >= 5) byte_tile_any<Mul, G >= 5 ? 5 : 1>(V, bytes, xs, steps, to);
-            break;
-          default:
-            if constexpr (G >= 6) byte_tile_any<Mul, G >= 6 ? 6 : 1>(V, bytes, xs, steps, to);
-            break;
-        }
+        byte_tile_any<Mul>(R, V, bytes, xs, 8 * (b1 - b0), to);
       }
     }
   }
 }
 
-// The int8 product of the AVX2 sets for n >= Mul::kMinVecs vectors.
-template <class Mul>
-void gemm_i8_bytes(const TernaryMatrix& w, const int8_t* q, int64_t n, int32_t* sums, int64_t r0, int64_t r1) {
+// The int8 product of the AVX2 sets: short batches through Dot's per-block
+// loop (gemm_i8_driver), prompts through the bytes and Mul's tile.
+template <class Dot, class Mul>
+void gemm_i8_avx2(const TernaryMatrix& w, const int8_t* q, int64_t n, int32_t* sums, int64_t r0, int64_t r1) {
+  if (n < kByteMinVecs) return gemm_i8_driver<Dot>(w, q, n, sums, r0, r1);
   check_call(w, ActMode::Int8, n, r0, r1);
   const int64_t K = w.cols;
   auto* qsum = reinterpret_cast<int32_t*>(thread_scratch(2, size_t(4 * n)));

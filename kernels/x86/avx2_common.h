@@ -184,7 +184,7 @@ void rows_i8_any(const TernaryMatrix& w, const Source& src, const int8_t* const*
 }
 
 // Vectors go four at a time, so each decoded block serves up to four.
-// Batches of Mul::kMinVecs or more take avx2_bytes.h's path instead.
+// Batches of kByteMinVecs or more take avx2_bytes.h's path instead.
 template <class Dot>
 void gemm_i8_driver(const TernaryMatrix& w, const int8_t* q, int64_t n, int32_t* sums, int64_t r0,
                     int64_t r1) {

@@ -66,7 +66,6 @@ struct DpbusdMul {
   // each step held the tile to half the peak.
   static constexpr int kRows = 6;
   static constexpr int kMaxVecs = 2;
-  static constexpr int kMinVecs = 8;
   static constexpr int64_t kSpan = int64_t(1) << 40;  // int32 all the way: one span
   struct Consts {};
   static inline __attribute__((always_inline)) void dot(__m256i& acc, __m256i c, __m256i x, const Consts&) {
@@ -79,8 +78,7 @@ struct DpbusdMul {
 
 void gemm_i8(const TernaryMatrix& w, const int8_t* q, int64_t n, int32_t* sums, int64_t r0,
              int64_t r1) {
-  if (n >= DpbusdMul::kMinVecs) return gemm_i8_bytes<DpbusdMul>(w, q, n, sums, r0, r1);
-  gemm_i8_driver<DpbusdDot>(w, q, n, sums, r0, r1);
+  gemm_i8_avx2<DpbusdDot, DpbusdMul>(w, q, n, sums, r0, r1);
 }
 
 bool available(const CpuFeatures& f) { return f.avx2 && f.fma && f.f16c && f.avx_vnni && f.os_avx; }
