@@ -306,7 +306,11 @@ class Model {
  private:
   explicit Model(gguf::File f);
   void resize_state(int max_seq, int max_batch);
-  void check_finite(const gguf::File& f, const std::string& name, const FloatMatrix& m);
+  // Non-finite values in the float tensors read per token. An embedding
+  // row is checked as a token looks it up; the head through the first
+  // product over it (check_head), so no load pass reads it beforehand.
+  void embed(int32_t token, float* out) const;
+  void check_head(const float* logits);
   // Loads (and prepares for the kernel set) layer l; the config, the kernel
   // set and weights_.layers are set. Called from several threads at once.
   void load_layer(int l);
@@ -340,6 +344,7 @@ class Model {
   // kMaxActDigits with int16 activations, 0 with float activations.
   int digits_ = 0;
   std::vector<KernelChoice> choices_;
+  bool head_checked_ = false;  // a product over every head row has come out finite or been explained
   Config config_;
   Weights weights_;
   RunState state_;

@@ -350,7 +350,7 @@ void Model::forward_batch(const int32_t* tokens, int n, int pos, float* logits, 
   RunState& s = state_;
   const int D = c.dim, QD = c.q_dim(), KV = c.kv_dim(), H = c.hidden_dim;
 
-  for (int i = 0; i < n; ++i) w.token_embd.row(tokens[i], s.x.data() + size_t(i) * D);
+  for (int i = 0; i < n; ++i) embed(tokens[i], s.x.data() + size_t(i) * D);
 
   const int HD = c.head_dim;
   for (int i = 0; i < n; ++i)
@@ -513,6 +513,7 @@ void Model::forward_batch(const int32_t* tokens, int n, int pos, float* logits, 
       kernels_->dense_gemm(w.output, s.xb.data() + size_t(first) * D, n - first, logits, V, r0, r1);
     });
   }, ThreadPool::Split::Claimed);
+  if (!head_checked_) check_head(logits);  // one token's logits cover every row
 }
 
 }  // namespace tern

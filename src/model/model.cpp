@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <functional>
 #include <string_view>
 
 #include "kernel_choice.h"
@@ -215,7 +216,13 @@ Linear load_i2s(const gguf::File& f, const std::string& name, const gguf::Tensor
 // when cols is not a multiple of QK (1bitLLM 3B: 3200, 8640) the file holds
 // padded_cols(cols) columns, the extra ones zero; the forward pass pads the
 // activation with zeros to match, which keeps every product exact.
-Linear load_linear(const gguf::File& f, const std::string& name, int64_t rows, int64_t cols) {
+// `prepare`, if given, makes the kernel's layout before the rows are
+// checked: the repack reads every stored byte from memory, and the checks
+// after it (each block's scale, and each code for TQ2_0) then find the
+// matrix in the cache, one pass over the file's bytes at load instead of
+// two. Kernels take unchecked codes by contract (code 3 counts as +2).
+Linear load_linear(const gguf::File& f, const std::string& name, int64_t rows, int64_t cols,
+                   const std::function<void(Linear&)>& prepare = {}) {
   const gguf::TensorInfo* found = f.find_tensor(name);
   if (found && (found->type == TensorType::IQ1_BN || found->type == TensorType::IQ2_BN))
     throw file_error(f.path(), "tensor '" + name + "' is ik_llama.cpp's " + gguf::traits(found->type).name +
@@ -224,9 +231,14 @@ Linear load_linear(const gguf::File& f, const std::string& name, int64_t rows, i
   const int64_t stored = i2s ? cols : padded_cols(cols);
   const std::array<uint64_t, 2> dims{uint64_t(stored), uint64_t(rows)};
   const gguf::TensorInfo& t = f.tensor(name, kTernaryTypes, dims);
-  if (i2s) return load_i2s(f, name, t, rows, cols);
+  if (i2s) {
+    Linear l = load_i2s(f, name, t, rows, cols);
+    if (prepare) prepare(l);
+    return l;
+  }
   Linear l;
   l.w = TernaryMatrix{t.type, rows, stored, t.data, nullptr, nullptr};
+  if (prepare) prepare(l);
   l.scales = row_scales(f, name, l.w);
   l.w.row_scale = l.scales.data();
   return l;
@@ -299,41 +311,45 @@ void Model::load_layer(int l) {
   const Config& c = config_;
   const std::string p = "blk." + std::to_string(l) + ".";
   LayerWeights& L = weights_.layers[size_t(l)];
-  const auto load_linear = c.phase ? tern::load_phase : tern::load_linear;
-  L.attn_norm = norm_vector(f, p + "attn_norm.weight", c.dim);
-  L.wq = load_linear(f, p + "attn_q.weight", c.q_dim(), c.dim);
-  L.wk = load_linear(f, p + "attn_k.weight", c.kv_dim(), c.dim);
-  L.wv = load_linear(f, p + "attn_v.weight", c.kv_dim(), c.dim);
-  if (c.sub_norms) L.attn_sub_norm = norm_vector(f, p + "attn_sub_norm.weight", c.q_dim());
-  L.wo = load_linear(f, p + "attn_output.weight", c.dim, c.q_dim());
-  L.ffn_norm = norm_vector(f, p + "ffn_norm.weight", c.dim);
-  L.w_gate = load_linear(f, p + "ffn_gate.weight", c.hidden_dim, c.dim);
-  L.w_up = load_linear(f, p + "ffn_up.weight", c.hidden_dim, c.dim);
-  if (c.sub_norms) L.ffn_sub_norm = norm_vector(f, p + "ffn_sub_norm.weight", c.hidden_dim);
-  L.w_down = load_linear(f, p + "ffn_down.weight", c.dim, c.hidden_dim);
-  const std::tuple<Linear*, const char*, int> linears[] = {
-      {&L.wq, "attn_q", c.dim},      {&L.wk, "attn_k", c.dim},         {&L.wv, "attn_v", c.dim},
-      {&L.wo, "attn_output", c.q_dim()}, {&L.w_gate, "ffn_gate", c.dim}, {&L.w_up, "ffn_up", c.dim},
-      {&L.w_down, "ffn_down", c.hidden_dim}};
-  for (auto [lin, name, width] : linears) {
-    if (c.linear_norm_eps > 0) lin->in_norm = norm_vector(f, p + name + ".rms_norm.weight", width);
-    lin->kernels = kernels_;
+  // The kernel set of each matrix (the one chosen for its shape, if any),
+  // and its layout. A prepared kernel reads only its own layout, so the
+  // stored bytes are let go once copied (after the checks, which read
+  // them): file pages released, an I2_S repack freed. Otherwise both
+  // copies would stay resident.
+  const auto prepare = [&](Linear& lin) {
+    lin.kernels = kernels_;
     for (const KernelChoice& k : choices_)
-      if (k.fits(lin->w)) lin->kernels = k.chosen;
-    if (!lin->kernels->prepare || c.phase) continue;
-    // A prepared kernel reads only its own layout, so the stored bytes are
-    // let go once copied: file pages released, an I2_S repack freed.
-    // Otherwise both copies would stay resident.
-    lin->packed = lin->kernels->prepare(lin->w);
-    lin->w.packed = lin->packed.get();
-    if (!lin->packed) continue;  // read in place
-    if (lin->converted.empty()) {
+      if (k.fits(lin.w)) lin.kernels = k.chosen;
+    if (lin.kernels->prepare && !c.phase) {
+      lin.packed = lin.kernels->prepare(lin.w);
+      lin.w.packed = lin.packed.get();
+    }
+  };
+  const auto load = [&](const std::string& name, int64_t rows, int64_t cols, int width) {
+    Linear lin = c.phase ? load_phase(f, p + name + ".weight", rows, cols)
+                         : load_linear(f, p + name + ".weight", rows, cols, prepare);
+    if (c.phase) lin.kernels = kernels_;
+    if (c.linear_norm_eps > 0) lin.in_norm = norm_vector(f, p + name + ".rms_norm.weight", width);
+    if (!lin.packed) return lin;  // read in place, or Fairy2i
+    if (lin.converted.empty()) {
       f.release(*f.find_tensor(p + name + ".weight"));
     } else {
-      std::vector<uint8_t>().swap(lin->converted);
-      lin->w.data = nullptr;
+      std::vector<uint8_t>().swap(lin.converted);
+      lin.w.data = nullptr;
     }
-  }
+    return lin;
+  };
+  L.attn_norm = norm_vector(f, p + "attn_norm.weight", c.dim);
+  L.wq = load("attn_q", c.q_dim(), c.dim, c.dim);
+  L.wk = load("attn_k", c.kv_dim(), c.dim, c.dim);
+  L.wv = load("attn_v", c.kv_dim(), c.dim, c.dim);
+  if (c.sub_norms) L.attn_sub_norm = norm_vector(f, p + "attn_sub_norm.weight", c.q_dim());
+  L.wo = load("attn_output", c.dim, c.q_dim(), c.q_dim());
+  L.ffn_norm = norm_vector(f, p + "ffn_norm.weight", c.dim);
+  L.w_gate = load("ffn_gate", c.hidden_dim, c.dim, c.dim);
+  L.w_up = load("ffn_up", c.hidden_dim, c.dim, c.dim);
+  if (c.sub_norms) L.ffn_sub_norm = norm_vector(f, p + "ffn_sub_norm.weight", c.hidden_dim);
+  L.w_down = load("ffn_down", c.dim, c.hidden_dim, c.hidden_dim);
 }
 
 void Model::choose_kernels() {
@@ -407,26 +423,33 @@ int64_t Model::bytes_per_token() const {
 Model::Model(gguf::File f) : file_(std::move(f)) {}
 
 // A NaN embedding row or head row would turn into plausible-looking text,
-// so every row is checked, spread over the pool: the scan runs near
-// memory speed, and the head is read by every token anyway.
-void Model::check_finite(const gguf::File& f, const std::string& name, const FloatMatrix& m) {
-  const int64_t rb = int64_t(gguf::row_bytes(m.type, uint64_t(m.cols)));
-  std::vector<int64_t> bad(size_t(pool_->size()), -1);
-  pool_->run([&](int t) {
-    pool_->for_chunks(m.rows, 256, [&](int64_t r0, int64_t r1) {
-      if (bad[size_t(t)] >= 0) return;
-      for (int64_t r = r0; r < r1; ++r)
-        if (find_nonfinite(m.type, static_cast<const uint8_t*>(m.data) + r * rb, m.cols) >= 0) {
-          bad[size_t(t)] = r;
-          return;
-        }
-    });
-  });
-  int64_t first = -1;
-  for (int64_t r : bad)
-    if (r >= 0 && (first < 0 || r < first)) first = r;
-  if (first >= 0)
-    throw file_error(f.path(), "tensor '" + name + "' row " + std::to_string(first) + " holds a value that is not finite (NaN or infinity)");
+// so every row the forward pass reads is checked; none at load, where a
+// scan of the head (more than half of BitNet 2B-4T's file) was a pass over
+// the file of its own before the first token read it again.
+void Model::embed(int32_t token, float* out) const {
+  const FloatMatrix& e = weights_.token_embd;
+  const uint8_t* row = static_cast<const uint8_t*>(e.data) + token * int64_t(gguf::row_bytes(e.type, uint64_t(e.cols)));
+  if (find_nonfinite(e.type, row, e.cols) >= 0)
+    throw file_error(file_.path(), "tensor 'token_embd.weight' row " + std::to_string(token) +
+                                       " holds a value that is not finite (NaN or infinity)");
+  e.row(token, out);
+}
+
+// A non-finite value in a head row makes that row's product non-finite
+// whatever the activations (NaN propagates, infinity times zero is NaN, a
+// sum with an infinity stays infinite or NaN; every dense kernel is tested
+// for it), so a product whose logits are all finite clears every row. A
+// non-finite logit's row is read again, to tell a bad file from a finite
+// row whose product overflowed.
+void Model::check_head(const float* logits) {
+  const FloatMatrix& h = weights_.output;
+  const int64_t rb = int64_t(gguf::row_bytes(h.type, uint64_t(h.cols)));
+  for (int64_t r = 0; r < h.rows; ++r)
+    if (!std::isfinite(logits[r]) &&
+        find_nonfinite(h.type, static_cast<const uint8_t*>(h.data) + r * rb, h.cols) >= 0)
+      throw file_error(file_.path(), "tensor '" + std::string(config_.tied_output ? "token_embd.weight" : "output.weight") +
+                                         "' row " + std::to_string(r) + " holds a value that is not finite (NaN or infinity)");
+  head_checked_ = true;
 }
 Model::~Model() = default;
 
@@ -490,13 +513,6 @@ std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
   if (c.tied_output && w.token_embd.type == TensorType::Q4_K)
     throw file_error(path, "tensor 'token_embd.weight' is Q4_K and, with no 'output.weight', also the output head; "
                            "tern multiplies heads in " + dense_type_names());
-  m->check_finite(f, "token_embd.weight", w.token_embd);
-  if (!c.tied_output) {
-    // An untied embedding is read a row per token: the scan must not leave
-    // all of it resident.
-    f.release(*f.find_tensor("token_embd.weight"));
-    if (!c.phase) m->check_finite(f, "output.weight", w.output);
-  }
   if (opts.run_state) m->reset(opts.ctx);
   return m;
 }

@@ -151,7 +151,7 @@ TEST_F(Hostile, ContextOverTheTrainedOneWarns) {
   EXPECT_NE(r.err.find("warning: -c 1000 is more than the 128 positions"), std::string::npos) << r.err;
 }
 
-// --- 3. Non-finite weights are refused at load and at pack ----------------
+// --- 3. Non-finite weights are refused before any output, and at pack -----
 
 void poison_first(TensorType type, std::vector<uint8_t>& bytes, bool inf) {
   switch (type) {
@@ -170,12 +170,19 @@ void poison_first(TensorType type, std::vector<uint8_t>& bytes, bool inf) {
       std::memcpy(bytes.data(), &v, 2);
       break;
     }
+    case TensorType::Q6_K: {  // the first block's scale
+      const uint16_t v = inf ? 0x7c00u : 0x7e00u;
+      std::memcpy(bytes.data() + offsetof(tern::BlockQ6_K, d), &v, 2);
+      break;
+    }
     default:
       FAIL() << "not a float type";
   }
 }
 
-TEST_F(Hostile, NonFiniteNormOrEmbeddingIsRefusedAtLoad) {
+// Norms are refused at load; the head (here tied to the embedding) by the
+// first product over it (Model::check_head), before any token is printed.
+TEST_F(Hostile, NonFiniteNormOrEmbeddingIsRefused) {
   for (const std::string name : {"output_norm.weight", "blk.1.ffn_norm.weight", "token_embd.weight"}) {
     const std::string bad = (dir_ / (name + ".gguf")).string();
     tern::test::rewrite_file(
@@ -185,6 +192,36 @@ TEST_F(Hostile, NonFiniteNormOrEmbeddingIsRefusedAtLoad) {
         },
         tern::test::TernKeys::Keep);
     expect_error(cli("generate -m " + quote(bad) + " -p x -n 1", name), "tensor '" + name + "'");
+  }
+}
+
+// Untied heads (F16, Q6_K), checked by their first product; an untied
+// embedding row, checked as the prompt looks it up (every row is poisoned,
+// so whatever the prompt's tokens are).
+TEST_F(Hostile, NonFiniteUntiedHeadOrEmbeddingRowIsRefused) {
+  const fs::path models = tern::test::test_models();
+  const struct {
+    std::string model, tensor;
+    bool every_row;
+  } cases[] = {{"family-1bitllm/tq2_0.gguf", "output.weight", false},
+               {"family-llama3-1.58/q6_k-head.gguf", "output.weight", false},
+               {"family-1bitllm/tq2_0.gguf", "token_embd.weight", true}};
+  for (const auto& c : cases) {
+    const std::string bad = (dir_ / ("untied-" + c.tensor + std::to_string(c.every_row) + ".gguf")).string();
+    tern::test::rewrite_file(
+        (models / c.model).string(), bad, {},
+        [&](const tern::gguf::TensorInfo& t, const tern::gguf::File&, TensorType& type, std::vector<uint8_t>& b) {
+          if (t.name != c.tensor) return;
+          const size_t rb = size_t(tern::gguf::row_bytes(type, t.dims[0]));
+          for (size_t r = 0; r < (c.every_row ? b.size() / rb : 1); ++r) {
+            std::vector<uint8_t> row(b.begin() + std::ptrdiff_t(r * rb), b.begin() + std::ptrdiff_t((r + 1) * rb));
+            poison_first(type, row, r % 2 == 1);
+            std::copy(row.begin(), row.end(), b.begin() + std::ptrdiff_t(r * rb));
+          }
+        },
+        tern::test::TernKeys::Keep);
+    expect_error(cli("generate -m " + quote(bad) + " -p 'In the beginning' -n 1", c.tensor),
+                 "tensor '" + c.tensor + "' row ");
   }
 }
 

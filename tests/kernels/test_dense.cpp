@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 #include <iterator>
 #include <random>
@@ -289,6 +290,43 @@ TEST_P(DenseSets, PartialGroupsReadNothingPastTheData) {
         ASSERT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0)
             << "type " << int(type) << " K " << K << " n " << n;
       }
+}
+
+// The model checks a head for NaN and infinities through its first product
+// (Model::check_head): a non-finite value anywhere in a row must make that
+// row's result non-finite for every vector, whatever the activations, and
+// leave the other rows finite. Zero activations at the value's column, or
+// everywhere, catch a kernel that would skip zero blocks (infinity times
+// zero is NaN). Quantized types hold their non-finite values in scales.
+TEST_P(DenseSets, NonFiniteValueMakesItsRowNonFinite) {
+  const uint16_t kHalf[] = {0x7e00, 0x7c00, 0xfc00}, kBf16[] = {0x7fc0, 0x7f80, 0xff80};
+  const float kF32[] = {std::nanf(""), INFINITY, -INFINITY};
+  for (TensorType type : kTypes)
+    for (int64_t K : {int64_t(256), int64_t(2560)})
+      for (int v = 0; v < 3; ++v)
+        for (int acts = 0; acts < 3; ++acts) {
+          const int64_t M = 13, n = 5, bad = 6, col = K - 37;
+          Dense d = make_dense(type, M, K, uint32_t(K + v));
+          uint8_t* row = d.bytes.data() + bad * int64_t(gguf::row_bytes(type, uint64_t(K)));
+          if (type == TensorType::F32) std::memcpy(row + 4 * col, &kF32[v], 4);
+          if (type == TensorType::F16) std::memcpy(row + 2 * col, &kHalf[v], 2);
+          if (type == TensorType::BF16) std::memcpy(row + 2 * col, &kBf16[v], 2);
+          if (type == TensorType::Q8_0)
+            std::memcpy(row + col / QK8_0 * int64_t(sizeof(BlockQ8_0)), &kHalf[v], 2);
+          if (type == TensorType::Q6_K)
+            std::memcpy(row + col / QK_K * int64_t(sizeof(BlockQ6_K)) + offsetof(BlockQ6_K, d), &kHalf[v], 2);
+          std::vector<float> x = random_vectors(n, K, uint32_t(K * 7 + v));
+          for (int64_t i = 0; i < n; ++i)
+            for (int64_t k = 0; k < K; ++k)
+              if (acts == 2 || (acts == 1 && k / QK_K == col / QK_K)) x[size_t(i * K + k)] = 0.0f;
+          std::vector<float> y(size_t(n * M));
+          set().dense_gemm(d.m, x.data(), n, y.data(), M, 0, M);
+          for (int64_t i = 0; i < n; ++i)
+            for (int64_t r = 0; r < M; ++r)
+              EXPECT_EQ(std::isfinite(y[size_t(i * M + r)]), r != bad)
+                  << "type " << int(type) << " K " << K << " value " << v << " acts " << acts << " vector " << i
+                  << " row " << r << ": " << y[size_t(i * M + r)];
+        }
 }
 
 TEST_P(DenseSets, BadCallsAreErrors) {

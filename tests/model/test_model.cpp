@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "support/gguf_rewrite.h"
 #include "support/logits.h"
 #include "support/test_env.h"
 #include "tern/error.h"
@@ -381,6 +382,30 @@ INSTANTIATE_TEST_SUITE_P(Checkpoints, WholeModel, ::testing::Values("bitnet", "t
 TEST(ModelLoad, ReportsActivationModeFromFile) {
   EXPECT_EQ(tern::Model::load(packed("bitnet").tq2)->config().act_mode, tern::ActMode::Int8);
   EXPECT_EQ(tern::Model::load(packed("ternary").tq1)->config().act_mode, tern::ActMode::Float);
+}
+
+// The head is checked by its first product (Model::check_head): a finite
+// row whose logit overflows is read again and let be, not taken for NaN in
+// the file.
+TEST(ModelLoad, OverflowingFiniteHeadRowIsNotABadFile) {
+  const std::string big = (tern::test::test_dir() / "overflow.gguf").string();
+  tern::test::rewrite_file(
+      packed("bitnet").tq2, big, {},
+      [&](const tern::gguf::TensorInfo& t, const tern::gguf::File&, tern::gguf::TensorType& type,
+          std::vector<uint8_t>& b) {
+        if (t.name != "token_embd.weight") return;  // tied: also the head
+        ASSERT_EQ(type, tern::gguf::TensorType::F32);
+        const size_t cols = size_t(t.dims[0]);
+        for (size_t k = 0; k < cols; ++k) {  // the last row, no token of kTokens
+          const float v = 3e38f;
+          std::memcpy(b.data() + b.size() - 4 * (cols - k), &v, 4);
+        }
+      },
+      tern::test::TernKeys::Keep);
+  auto m = tern::Model::load(big);
+  const auto logits = m->forward(kTokens, 0, false);
+  EXPECT_FALSE(std::isfinite(logits.back()));
+  for (size_t r = 0; r + 1 < logits.size(); ++r) ASSERT_TRUE(std::isfinite(logits[r])) << r;
 }
 
 TEST(ModelLoad, ContextOverflowIsAnError) {
