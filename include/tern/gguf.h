@@ -119,6 +119,10 @@ class File {
   uint32_t version() const { return version_; }
   uint64_t alignment() const { return alignment_; }
   uint64_t file_size() const { return size_; }
+  // Whether tensor data lies in a mapping of the file (on the page cache's
+  // pages, 4 KiB ones unless the cache holds huge folios), not in memory of
+  // its own (--no-mmap, on huge pages) or a caller's buffer.
+  bool mapped() const { return map_ != nullptr; }
 
   const std::vector<std::pair<std::string, Value>>& metadata() const { return kv_; }
   const Value* find(std::string_view key) const;

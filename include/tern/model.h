@@ -311,6 +311,8 @@ class Model {
   // product over it (check_head), so no load pass reads it beforehand.
   void embed(int32_t token, float* out) const;
   void check_head(const float* logits);
+  // Copies the head from the file's mapping onto huge pages (move_head).
+  void move_head();
   // Loads (and prepares for the kernel set) layer l; the config, the kernel
   // set and weights_.layers are set. Called from several threads at once.
   void load_layer(int l);
@@ -345,6 +347,8 @@ class Model {
   int digits_ = 0;
   std::vector<KernelChoice> choices_;
   bool head_checked_ = false;  // a product over every head row has come out finite or been explained
+  bool head_in_file_ = false;   // the head is read from the file's mapping; move_head is to come
+  AlignedBuffer head_copy_;     // [head bytes] the head on huge pages, once moved
   Config config_;
   Weights weights_;
   RunState state_;

@@ -331,6 +331,7 @@ std::span<const float> Model::forward(std::span<const int32_t> tokens, int pos, 
     if (t < 0 || t >= c.vocab_size)
       throw Error("token id " + std::to_string(t) + " outside the vocabulary of " +
                   std::to_string(c.vocab_size));
+  if (head_in_file_ && head_checked_) move_head();
   const size_t V = size_t(c.vocab_size), n = tokens.size(), B = size_t(state_.max_batch);
   const size_t rows = all_logits ? n : 1;
   if (state_.logits.size() < rows * V) state_.logits.resize(rows * V);

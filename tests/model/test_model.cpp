@@ -156,6 +156,36 @@ TEST_P(WholeModel, IncrementalDecodingMatchesOneBatch) {
   }
 }
 
+// Once its first product has checked it, the head leaves the file's mapping
+// for pages of its own (Model::move_head), the tied embedding with it; the
+// logits after the move equal, bit for bit, those of a model read whole
+// (--no-mmap), whose head never moves.
+TEST_P(WholeModel, HeadMovedOffTheMappingKeepsTheLogits) {
+  const Packed p = packed(GetParam());
+  auto mapped = tern::Model::load(p.tq2);
+  tern::LoadOptions whole;
+  whole.use_mmap = false;
+  auto read = tern::Model::load(p.tq2, whole);
+  const auto* begin = static_cast<const uint8_t*>(mapped->weights().output.data);
+  const tern::gguf::File& f = mapped->file();
+  const auto in_file = [&](const void* q) {
+    const auto* b = static_cast<const uint8_t*>(q);
+    return std::any_of(f.tensors().begin(), f.tensors().end(),
+                       [&](const tern::gguf::TensorInfo& t) { return b >= t.data && b < t.data + t.nbytes; });
+  };
+  ASSERT_TRUE(in_file(begin));
+  for (size_t i = 0; i < kTokens.size(); ++i) {
+    const std::span<const int32_t> t(&kTokens[i], 1);
+    auto a = mapped->forward(t, int(i), false);
+    const std::vector<float> got(a.begin(), a.end());
+    auto b = read->forward(t, int(i), false);
+    ASSERT_EQ(std::memcmp(got.data(), b.data(), got.size() * sizeof(float)), 0) << "position " << i;
+    const tern::Weights& w = mapped->weights();
+    EXPECT_EQ(in_file(w.output.data), i == 0) << "position " << i;
+    if (mapped->config().tied_output) EXPECT_EQ(w.token_embd.data, w.output.data);
+  }
+}
+
 // A prompt longer than a block of attention queries (forward.cpp batches up
 // to 16 tokens per KV head over the positions the last one sees) and than
 // a tile of the value cache, stored across the tiles' boundary: every
