@@ -477,6 +477,9 @@ void Model::move_head() {
   pool_->run([&](int) {
     pool_->for_chunks(h.rows, chunk, [&](int64_t r0, int64_t r1) {
       std::memcpy(copy.get() + r0 * rb, src + r0 * rb, size_t((r1 - r0) * rb));
+      // Chunk by chunk, so the two copies are never both resident (+1 GB at
+      // Llama3-8B's shape); the pages two chunks share go below.
+      file_.release(src + r0 * rb, uint64_t((r1 - r0) * rb));
     });
   });
   file_.release(src, bytes);
