@@ -428,7 +428,8 @@ Model::Model(gguf::File f) : file_(std::move(f)) {}
 // the file of its own before the first token read it again.
 void Model::embed(int32_t token, float* out) const {
   const FloatMatrix& e = weights_.token_embd;
-  const uint8_t* row = static_cast<const uint8_t*>(e.data) + token * int64_t(gguf::row_bytes(e.type, uint64_t(e.cols)));
+  const int64_t rb = int64_t(gguf::row_bytes(e.type, uint64_t(e.cols)));
+  const uint8_t* row = static_cast<const uint8_t*>(e.data) + token * rb;
   if (find_nonfinite(e.type, row, e.cols) >= 0)
     throw file_error(file_.path(), "tensor 'token_embd.weight' row " + std::to_string(token) +
                                        " holds a value that is not finite (NaN or infinity)");
@@ -447,10 +448,12 @@ void Model::check_head(const float* logits) {
   for (int64_t r = 0; r < h.rows; ++r)
     if (!std::isfinite(logits[r]) &&
         find_nonfinite(h.type, static_cast<const uint8_t*>(h.data) + r * rb, h.cols) >= 0)
-      throw file_error(file_.path(), "tensor '" + std::string(config_.tied_output ? "token_embd.weight" : "output.weight") +
-                                         "' row " + std::to_string(r) + " holds a value that is not finite (NaN or infinity)");
+      throw file_error(file_.path(), std::string("tensor '") +
+                                         (config_.tied_output ? "token_embd.weight" : "output.weight") + "' row " +
+                                         std::to_string(r) + " holds a value that is not finite (NaN or infinity)");
   head_checked_ = true;
 }
+
 // The head is the largest stream of a token (656 MB of BF16 at BitNet
 // 2B-4T's shape, more than all its ternary layers) and the one stream the
 // load does not copy. Read through the file's mapping it sits on whatever
