@@ -123,6 +123,15 @@ const float* norm_vector(const gguf::File& f, const std::string& name, int n) {
   return reinterpret_cast<const float*>(t.data);
 }
 
+// Throws, naming the file, tensor and row, if row r of m holds a NaN or an
+// infinity.
+void check_row_finite(const std::string& path, const char* name, const FloatMatrix& m, int64_t r) {
+  const int64_t rb = int64_t(gguf::row_bytes(m.type, uint64_t(m.cols)));
+  if (find_nonfinite(m.type, static_cast<const uint8_t*>(m.data) + r * rb, m.cols) >= 0)
+    throw file_error(path, "tensor '" + std::string(name) + "' row " + std::to_string(r) +
+                               " holds a value that is not finite (NaN or infinity)");
+}
+
 // Row scales: the exact f32 values tern stored in metadata, checked against
 // the fp16 block scales llama.cpp reads; or, for files written elsewhere,
 // recovered from the block scales (one nonzero value per row).
@@ -320,7 +329,7 @@ void Model::load_layer(int l) {
     lin.kernels = kernels_;
     for (const KernelChoice& k : choices_)
       if (k.fits(lin.w)) lin.kernels = k.chosen;
-    if (lin.kernels->prepare && !c.phase) {
+    if (lin.kernels->prepare) {
       lin.packed = lin.kernels->prepare(lin.w);
       lin.w.packed = lin.packed.get();
     }
@@ -427,13 +436,8 @@ Model::Model(gguf::File f) : file_(std::move(f)) {}
 // scan of the head (more than half of BitNet 2B-4T's file) was a pass over
 // the file of its own before the first token read it again.
 void Model::embed(int32_t token, float* out) const {
-  const FloatMatrix& e = weights_.token_embd;
-  const int64_t rb = int64_t(gguf::row_bytes(e.type, uint64_t(e.cols)));
-  const uint8_t* row = static_cast<const uint8_t*>(e.data) + token * rb;
-  if (find_nonfinite(e.type, row, e.cols) >= 0)
-    throw file_error(file_.path(), "tensor 'token_embd.weight' row " + std::to_string(token) +
-                                       " holds a value that is not finite (NaN or infinity)");
-  e.row(token, out);
+  check_row_finite(file_.path(), "token_embd.weight", weights_.token_embd, token);
+  weights_.token_embd.row(token, out);
 }
 
 // A non-finite value in a head row makes that row's product non-finite
@@ -443,14 +447,9 @@ void Model::embed(int32_t token, float* out) const {
 // non-finite logit's row is read again, to tell a bad file from a finite
 // row whose product overflowed.
 void Model::check_head(const float* logits) {
-  const FloatMatrix& h = weights_.output;
-  const int64_t rb = int64_t(gguf::row_bytes(h.type, uint64_t(h.cols)));
-  for (int64_t r = 0; r < h.rows; ++r)
-    if (!std::isfinite(logits[r]) &&
-        find_nonfinite(h.type, static_cast<const uint8_t*>(h.data) + r * rb, h.cols) >= 0)
-      throw file_error(file_.path(), std::string("tensor '") +
-                                         (config_.tied_output ? "token_embd.weight" : "output.weight") + "' row " +
-                                         std::to_string(r) + " holds a value that is not finite (NaN or infinity)");
+  const char* name = config_.tied_output ? "token_embd.weight" : "output.weight";
+  for (int64_t r = 0; r < weights_.output.rows; ++r)
+    if (!std::isfinite(logits[r])) check_row_finite(file_.path(), name, weights_.output, r);
   head_checked_ = true;
 }
 
