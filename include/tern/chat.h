@@ -9,7 +9,7 @@
 
 #include "tern/chat_template.h"
 #include "tern/generate.h"
-#include "tern/model.h"
+#include "tern/context.h"
 #include "tern/tokenizer.h"
 
 namespace tern {
@@ -28,7 +28,7 @@ struct ChatTurn {
 
 class ChatSession {
  public:
-  ChatSession(Model& model, const Tokenizer& tok, chat::Template tmpl, ChatOptions o);
+  ChatSession(Context& ctx, const Tokenizer& tok, chat::Template tmpl, ChatOptions o);
 
   // Adds the user's message and streams the reply through on_text.
   // on_start, if given, sees the turn before the reply begins (the rendered
@@ -42,7 +42,7 @@ class ChatSession {
   std::string render() const;                                  // the history through the template
   std::vector<int32_t> tokens(const std::string& text) const;  // as apply_chat_template tokenizes
 
-  Model& model_;
+  Context& ctx_;
   const Tokenizer& tok_;
   chat::Template tmpl_;
   ChatOptions o_;

@@ -1,5 +1,5 @@
 // Sampling, text generation and llama.cpp-compatible perplexity on top of a
-// Model; the CLI only parses flags and prints.
+// Context; the CLI only parses flags and prints.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "tern/model.h"
+#include "tern/context.h"
 #include "tern/tokenizer.h"
 
 namespace tern {
@@ -54,15 +54,15 @@ using TextSink = std::function<void(const std::string&)>;
 // n_predict tokens, calling on_text with each complete UTF-8 piece as it is
 // produced. Stops at any end-of-generation token. Throws if the prompt does
 // not fit the model's context.
-GenerateStats generate(Model& model, const Tokenizer& tok, std::string_view prompt,
+GenerateStats generate(Context& ctx, const Tokenizer& tok, std::string_view prompt,
                        const GenerateOptions& o, Sampler& sampler, const TextSink& on_text);
 
-// The step under generate() and chat: feeds `ids` at positions pos.. (the
-// cache holds the earlier ones), then samples as generate() does. The
+// The step under generate() and chat: feeds `ids` at positions pos.. of
+// sequence 0 (the cache holds the earlier ones), then samples as generate() does. The
 // sampled ids (without a final end-of-generation token) are appended to
 // `out` when it is given; the cache then holds n_past positions (the last
 // sampled id is not fed when the call stops at n_predict).
-GenerateStats continue_from(Model& model, const Tokenizer& tok, std::span<const int32_t> ids, int pos,
+GenerateStats continue_from(Context& ctx, const Tokenizer& tok, std::span<const int32_t> ids, int pos,
                             const GenerateOptions& o, Sampler& sampler, const TextSink& on_text,
                             std::vector<int32_t>* out);
 
@@ -79,7 +79,7 @@ struct PerplexityResult {
 // n_ctx tokens, each chunk's first token replaced by `bos` (kept as it is
 // when bos < 0), and the second half of each chunk scored.
 // max_chunks < 0 means all. on_chunk gets (chunk index from 1, running ppl).
-PerplexityResult perplexity(Model& model, const std::vector<int32_t>& tokens, int32_t bos,
+PerplexityResult perplexity(const Model& model, const ContextOptions& co, const std::vector<int32_t>& tokens, int32_t bos,
                             int n_ctx, int max_chunks,
                             const std::function<void(int, double)>& on_chunk);
 
@@ -97,7 +97,7 @@ PerplexityResult perplexity(Model& model, const std::vector<int32_t>& tokens, in
 // max_seqs < 0: all. on_seq gets (sequence from 1, running ppl).
 std::vector<std::vector<int32_t>> pack_line_items(const std::vector<std::vector<int32_t>>& items, int32_t bos,
                                                   int32_t eos, int n_ctx);
-PerplexityResult perplexity_packed_lines(Model& model, const std::vector<std::vector<int32_t>>& items,
+PerplexityResult perplexity_packed_lines(const Model& model, const ContextOptions& co, const std::vector<std::vector<int32_t>>& items,
                                          int32_t bos, int32_t eos, int n_ctx, int max_seqs,
                                          const std::function<void(int, double)>& on_seq);
 

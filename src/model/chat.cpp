@@ -7,8 +7,8 @@
 
 namespace tern {
 
-ChatSession::ChatSession(Model& model, const Tokenizer& tok, chat::Template tmpl, ChatOptions o)
-    : model_(model), tok_(tok), tmpl_(std::move(tmpl)), o_(std::move(o)) {
+ChatSession::ChatSession(Context& ctx, const Tokenizer& tok, chat::Template tmpl, ChatOptions o)
+    : ctx_(ctx), tok_(tok), tmpl_(std::move(tmpl)), o_(std::move(o)) {
   if (!o_.system.empty()) history_.push_back({"system", o_.system});
 }
 
@@ -32,7 +32,7 @@ ChatTurn ChatSession::reply(const std::string& user, Sampler& sampler, const Tex
                             const std::function<void(const ChatTurn&)>& on_start) {
   ChatTurn turn;
   history_.push_back({"user", user});
-  const int ctx = model_.max_seq();
+  const int ctx = ctx_.n_ctx();
   // Room for the reply: what -n asks for, but never more than half the
   // context, so a long -n cannot crowd out the conversation.
   const int room = o_.gen.n_predict > 0 ? std::min(o_.gen.n_predict, ctx / 2) : ctx / 4;
@@ -63,7 +63,7 @@ ChatTurn ChatSession::reply(const std::string& user, Sampler& sampler, const Tex
   g.n_predict = o_.gen.n_predict > 0 ? o_.gen.n_predict : ctx;
   std::vector<int32_t> out;
   const std::span<const int32_t> fresh(ids.data() + p, ids.size() - p);
-  turn.stats = continue_from(model_, tok_, fresh, int(p), g, sampler, on_text, &out);
+  turn.stats = continue_from(ctx_, tok_, fresh, int(p), g, sampler, on_text, &out);
   turn.n_fed = int(fresh.size());
   cached_ = ids;
   cached_.insert(cached_.end(), out.begin(), out.end());

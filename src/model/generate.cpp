@@ -9,26 +9,26 @@
 
 namespace tern {
 
-GenerateStats generate(Model& model, const Tokenizer& tok, std::string_view prompt,
+GenerateStats generate(Context& ctx, const Tokenizer& tok, std::string_view prompt,
                        const GenerateOptions& o, Sampler& sampler, const TextSink& on_text) {
   EncodeOptions eo;
   eo.parse_special = o.parse_special;
   const std::vector<int32_t> ids = tok.encode(prompt, eo);
   if (ids.empty()) throw Error("the prompt is empty and the tokenizer adds no BOS token to start from");
-  return continue_from(model, tok, ids, 0, o, sampler, on_text, nullptr);
+  return continue_from(ctx, tok, ids, 0, o, sampler, on_text, nullptr);
 }
 
-GenerateStats continue_from(Model& model, const Tokenizer& tok, std::span<const int32_t> ids, int pos,
+GenerateStats continue_from(Context& ctx, const Tokenizer& tok, std::span<const int32_t> ids, int pos,
                             const GenerateOptions& o, Sampler& sampler, const TextSink& on_text,
                             std::vector<int32_t>* out) {
   GenerateStats st;
   st.n_prompt = int(ids.size());
-  const int ctx = model.max_seq();
-  if (pos + st.n_prompt >= ctx)
+  const int n_ctx = ctx.n_ctx();
+  if (pos + st.n_prompt >= n_ctx)
     throw Error("prompt is " + std::to_string(pos + st.n_prompt) + " tokens, the context holds " +
-                std::to_string(ctx) + " (raise -c up to the model's limit or shorten it)");
+                std::to_string(n_ctx) + " (raise -c up to the model's limit or shorten it)");
   auto t0 = std::chrono::steady_clock::now();
-  std::span<const float> logits = model.forward(ids, pos, false);
+  std::span<const float> logits = ctx.forward(ids, pos, false);
   st.prompt_seconds = seconds_since(t0);
 
   std::vector<float> masked;
@@ -52,8 +52,8 @@ GenerateStats continue_from(Model& model, const Tokenizer& tok, std::span<const 
     on_text(utf8.push(tok.piece_bytes(next)));
     // No forward for a token that will never be sampled from; stop when the
     // context is full.
-    if (i + 1 == o.n_predict || pos >= ctx) break;
-    logits = model.forward(std::span<const int32_t>(&next, 1), pos++, false);
+    if (i + 1 == o.n_predict || pos >= n_ctx) break;
+    logits = ctx.forward(std::span<const int32_t>(&next, 1), pos++, false);
   }
   const std::string rest = utf8.flush();
   if (!rest.empty()) on_text(rest);

@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "kernel_choice.h"
+#include "model_access.h"
 #include "tern/error.h"
 #include "tern/phase.h"
 #include "tern/quant.h"
@@ -431,13 +432,21 @@ int64_t Model::bytes_per_token() const {
 
 Model::Model(gguf::File f) : file_(std::move(f)) {}
 
+FloatMatrix Model::head() const {
+  FloatMatrix h = weights_.output;
+  h.data = head_data_.load(std::memory_order_acquire);
+  return h;
+}
+
 // A NaN embedding row or head row would turn into plausible-looking text,
 // so every row the forward pass reads is checked; none at load, where a
 // scan of the head (more than half of BitNet 2B-4T's file) was a pass over
 // the file of its own before the first token read it again.
-void Model::embed(int32_t token, float* out) const {
-  check_row_finite(file_.path(), "token_embd.weight", weights_.token_embd, token);
-  weights_.token_embd.row(token, out);
+void ModelAccess::embed(const Model& m, int32_t token, float* out) {
+  FloatMatrix e = m.weights_.token_embd;
+  if (m.config_.tied_output) e.data = m.head_data_.load(std::memory_order_acquire);
+  check_row_finite(m.file_.path(), "token_embd.weight", e, token);
+  e.row(token, out);
 }
 
 // A non-finite value in a head row makes that row's product non-finite
@@ -445,12 +454,15 @@ void Model::embed(int32_t token, float* out) const {
 // sum with an infinity stays infinite or NaN; every dense kernel is tested
 // for it), so a product whose logits are all finite clears every row. A
 // non-finite logit's row is read again, to tell a bad file from a finite
-// row whose product overflowed.
-void Model::check_head(const float* logits) {
-  const char* name = config_.tied_output ? "token_embd.weight" : "output.weight";
-  for (int64_t r = 0; r < weights_.output.rows; ++r)
-    if (!std::isfinite(logits[r])) check_row_finite(file_.path(), name, weights_.output, r);
-  head_checked_ = true;
+// row whose product overflowed. Two contexts may both check; either
+// marks it done.
+void ModelAccess::after_head_product(const Model& m, const float* logits) {
+  if (m.head_checked_.load(std::memory_order_acquire)) return;
+  const char* name = m.config_.tied_output ? "token_embd.weight" : "output.weight";
+  const FloatMatrix h = m.head();
+  for (int64_t r = 0; r < h.rows; ++r)
+    if (!std::isfinite(logits[r])) check_row_finite(m.file_.path(), name, h, r);
+  m.head_checked_.store(true, std::memory_order_release);
 }
 
 // The head is the largest stream of a token (656 MB of BF16 at BitNet
@@ -458,14 +470,17 @@ void Model::check_head(const float* logits) {
 // load does not copy. Read through the file's mapping it sits on whatever
 // pages the page cache holds, 4 KiB ones after a plain `cat` or read, where
 // the hardware prefetchers stop at every page and each page costs a TLB
-// walk: L's one-thread decode made 1.13-1.20x the tokens per second with
-// the file read into huge pages (--no-mmap, Zen 5). So once the first
-// product has checked it (and the first token is out: the copy would only
-// delay it), the head is copied onto huge pages, in parallel, and its file
-// pages let go. Without the memory for the copy, it stays where it is.
-void Model::move_head() {
-  head_in_file_ = false;
-  FloatMatrix& h = weights_.output;
+// walk (docs/PERFORMANCE.md, "The output head"). So once the first product
+// has checked it (and the first token is out: the copy would only delay
+// it), the head is copied onto huge pages, in parallel, and its file pages
+// let go. Without the memory for the copy, it stays where it is. Another
+// context reading the head meanwhile reads the mapping, whose released
+// pages fault back in from the file with the same bytes.
+void ModelAccess::before_step(const Model& m, ThreadPool& pool) {
+  if (!m.head_checked_.load(std::memory_order_acquire) || m.head_move_claimed_.load(std::memory_order_relaxed) ||
+      m.head_move_claimed_.exchange(true, std::memory_order_acq_rel))
+    return;
+  const FloatMatrix& h = m.weights_.output;
   const int64_t rb = int64_t(gguf::row_bytes(h.type, uint64_t(h.cols)));
   const size_t bytes = size_t(h.rows * rb);
   AlignedBuffer copy;
@@ -476,35 +491,23 @@ void Model::move_head() {
   }
   const auto* src = static_cast<const uint8_t*>(h.data);
   const int64_t chunk = std::max<int64_t>(1, int64_t(kHugePageBytes) / std::max<int64_t>(rb, 1));
-  pool_->run([&](int) {
-    pool_->for_chunks(h.rows, chunk, [&](int64_t r0, int64_t r1) {
+  pool.run([&](int) {
+    pool.for_chunks(h.rows, chunk, [&](int64_t r0, int64_t r1) {
       std::memcpy(copy.get() + r0 * rb, src + r0 * rb, size_t((r1 - r0) * rb));
       // Chunk by chunk, so the two copies are never both resident (+1 GB at
       // Llama3-8B's shape); the pages two chunks share go below.
-      file_.release(src + r0 * rb, uint64_t((r1 - r0) * rb));
+      m.file_.release(src + r0 * rb, uint64_t((r1 - r0) * rb));
     });
   });
-  file_.release(src, bytes);
-  if (weights_.token_embd.data == h.data) weights_.token_embd.data = copy.get();
-  h.data = copy.get();
-  head_copy_ = std::move(copy);
+  m.file_.release(src, bytes);
+  m.head_copy_ = std::move(copy);
+  m.head_data_.store(m.head_copy_.get(), std::memory_order_release);
 }
 
 Model::~Model() = default;
 
-void Model::set_threads(int threads) {
-  pool_ = std::make_unique<ThreadPool>(threads);
-  reset(state_.max_seq, state_.max_batch);
-}
-
 std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& opts) {
   std::unique_ptr<Model> m(new Model(gguf::File::open(path, opts.use_mmap)));
-  m->pool_ = std::make_unique<ThreadPool>(opts.threads);
-  for (gguf::TensorType t : {opts.cache_type_k, opts.cache_type_v})
-    if (t != gguf::TensorType::F32 && t != gguf::TensorType::F16 && t != gguf::TensorType::BF16)
-      throw Error("KV cache type " + std::string(gguf::traits(t).name) + " is not f32, f16 or bf16");
-  m->state_.k_type = opts.cache_type_k;
-  m->state_.v_type = opts.cache_type_v;
   const gguf::File& f = m->file_;
   Config& c = m->config_ = read_config(f);
   // Int16 activations are int8 digits: the float model runs on int8 kernels.
@@ -533,8 +536,9 @@ std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
   // model took seconds. An error in any layer is kept and the lowest
   // layer's is thrown, so a bad file reports the same problem on any run.
   std::vector<std::exception_ptr> errors(size_t(c.n_layers));
-  m->pool_->run([&](int) {
-    m->pool_->for_chunks(c.n_layers, 1, [&](int64_t l, int64_t) {
+  ThreadPool pool(opts.threads);
+  pool.run([&](int) {
+    pool.for_chunks(c.n_layers, 1, [&](int64_t l, int64_t) {
       try {
         m->load_layer(int(l));
       } catch (...) {
@@ -552,8 +556,8 @@ std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
   if (c.tied_output && w.token_embd.type == TensorType::Q4_K)
     throw file_error(path, "tensor 'token_embd.weight' is Q4_K and, with no 'output.weight', also the output head; "
                            "tern multiplies heads in " + dense_type_names());
-  m->head_in_file_ = f.mapped() && !c.phase;
-  if (opts.run_state) m->reset(opts.ctx);
+  m->head_data_.store(w.output.data, std::memory_order_release);
+  m->head_move_claimed_.store(!f.mapped() || c.phase, std::memory_order_release);
   return m;
 }
 

@@ -42,7 +42,7 @@ struct NllSum {
 
 }  // namespace
 
-PerplexityResult perplexity(Model& model, const std::vector<int32_t>& tokens, int32_t bos,
+PerplexityResult perplexity(const Model& model, const ContextOptions& co, const std::vector<int32_t>& tokens, int32_t bos,
                             int n_ctx, int max_chunks,
                             const std::function<void(int, double)>& on_chunk) {
   if (n_ctx < 4) throw Error("context must be at least 4 tokens for perplexity");
@@ -51,7 +51,9 @@ PerplexityResult perplexity(Model& model, const std::vector<int32_t>& tokens, in
                 std::to_string(n_ctx) + " needs at least " + std::to_string(2 * n_ctx));
   int n_chunks = int(tokens.size() / size_t(n_ctx));
   if (max_chunks >= 0) n_chunks = std::min(n_chunks, max_chunks);
-  model.reset(n_ctx, n_ctx);
+  ContextOptions o = co;
+  o.ctx = o.max_batch = n_ctx;
+  Context ctx(model, o);
   const size_t V = size_t(model.config().vocab_size);
   const int first = n_ctx / 2;
   PerplexityResult r;
@@ -62,7 +64,7 @@ PerplexityResult perplexity(Model& model, const std::vector<int32_t>& tokens, in
     const size_t start = size_t(c) * n_ctx;
     std::copy_n(tokens.begin() + start, n_ctx, chunk.begin());
     if (bos >= 0) chunk[0] = bos;
-    std::span<const float> logits = model.forward(chunk, 0, true);
+    std::span<const float> logits = ctx.forward(chunk, 0, true);
     for (int i = first; i < n_ctx - 1; ++i)
       sum.add(log_prob(logits.data() + size_t(i) * V, V, tokens[start + i + 1]));
     if (on_chunk) on_chunk(c + 1, std::exp(sum.nll / double(sum.scored)));
@@ -96,7 +98,7 @@ std::vector<std::vector<int32_t>> pack_line_items(const std::vector<std::vector<
   return seqs;
 }
 
-PerplexityResult perplexity_packed_lines(Model& model, const std::vector<std::vector<int32_t>>& items,
+PerplexityResult perplexity_packed_lines(const Model& model, const ContextOptions& co, const std::vector<std::vector<int32_t>>& items,
                                          int32_t bos, int32_t eos, int n_ctx, int max_seqs,
                                          const std::function<void(int, double)>& on_seq) {
   if (n_ctx < 4) throw Error("context must be at least 4 tokens for perplexity");
@@ -106,7 +108,9 @@ PerplexityResult perplexity_packed_lines(Model& model, const std::vector<std::ve
   if (max_seqs >= 0 && seqs.size() > size_t(max_seqs)) seqs.resize(size_t(max_seqs));
   size_t longest = 0;  // n_ctx, or n_ctx + 1 (see pack_line_items)
   for (const auto& seq : seqs) longest = std::max(longest, seq.size());
-  model.reset(int(longest), int(longest));
+  ContextOptions o = co;
+  o.ctx = o.max_batch = int(longest);
+  Context ctx(model, o);
   const size_t V = size_t(model.config().vocab_size);
   PerplexityResult r;
   NllSum sum;
@@ -114,7 +118,7 @@ PerplexityResult perplexity_packed_lines(Model& model, const std::vector<std::ve
   const auto t0 = std::chrono::steady_clock::now();
   for (size_t s = 0; s < seqs.size(); ++s) {
     const std::vector<int32_t>& seq = seqs[s];
-    const std::span<const float> logits = model.forward(seq, 0, true);
+    const std::span<const float> logits = ctx.forward(seq, 0, true);
     // Every prediction counts in the denominator; one made from an EOS (the
     // first token of the next line) is not scored: the published code masks
     // its label and still divides by the sequence length minus one.

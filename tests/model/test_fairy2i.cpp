@@ -18,6 +18,7 @@
 #include "support/test_env.h"
 #include "tern/error.h"
 #include "tern/kernels.h"
+#include "tern/context.h"
 #include "tern/model.h"
 
 namespace fs = std::filesystem;
@@ -115,7 +116,8 @@ TEST(Fairy2i, LogitsMatchTheReferenceOnEveryKernel) {
       std::vector<float> first;
       for (const tern::KernelSet* k : phase_sets(acts)) {
         auto m = load(stages, acts, k);
-        const auto s = m->forward(kTokens, 0, true);
+        tern::Context ctx(*m);
+        const auto s = ctx.forward(kTokens, 0, true);
         const std::vector<float> got(s.begin(), s.end());
         const double err = rel_error(got, ref);
         std::printf("[measure] fairy2i W%d %s %s logits max|diff|/max|ref| = %.3g\n", stages, act_name(acts),
@@ -133,7 +135,8 @@ TEST(Fairy2i, StagesMoveTheLogitsFarBeyondTheTolerance) {
   const fs::path dir = tern::test::test_dir();
   const auto one = reference_logits(kTokens, 1, dir, "one");
   auto m = load(2, tern::FloatActs::Exact);
-  const auto s = m->forward(kTokens, 0, true);
+  tern::Context ctx(*m);
+  const auto s = ctx.forward(kTokens, 0, true);
   EXPECT_GT(rel_error(std::vector<float>(s.begin(), s.end()), one), 1e-2);
 }
 
@@ -146,12 +149,13 @@ TEST(Fairy2i, GreedyIncrementalDecodeMatchesTheReference) {
   for (tern::FloatActs acts : {tern::FloatActs::Exact, tern::FloatActs::Int16})
     for (const tern::KernelSet* k : phase_sets(acts)) {
       auto m = load(2, acts, k);
+      tern::Context ctx(*m);
       std::vector<int32_t> ids = kPrompt;
       std::span<const float> last;
-      for (size_t i = 0; i < kPrompt.size(); ++i) last = m->forward({&ids[i], 1}, int(i), false);
+      for (size_t i = 0; i < kPrompt.size(); ++i) last = ctx.forward({&ids[i], 1}, int(i), false);
       while (ids.size() < want.size()) {
         ids.push_back(int32_t(std::max_element(last.begin(), last.end()) - last.begin()));
-        last = m->forward({&ids.back(), 1}, int(ids.size() - 1), false);
+        last = ctx.forward({&ids.back(), 1}, int(ids.size() - 1), false);
       }
       EXPECT_EQ(ids, want) << k->name << " " << act_name(acts);
     }
@@ -167,7 +171,8 @@ TEST(Fairy2i, PerplexityOfReferenceSampleMatches) {
   const double want = perplexity(ref, ids, kVocab);
   for (tern::FloatActs acts : kActs) {
     auto m = load(2, acts);
-    const auto s = m->forward(ids, 0, true);
+    tern::Context ctx(*m);
+    const auto s = ctx.forward(ids, 0, true);
     const double have = perplexity({s.begin(), s.end()}, ids, kVocab);
     std::printf("[measure] fairy2i W2 %s perplexity tern %.6f reference %.6f ratio-1 %.3g\n", act_name(acts), have,
                 want, have / want - 1);

@@ -27,6 +27,7 @@
 #include "support/logits.h"
 #include "support/test_env.h"
 #include "tern/kernels.h"
+#include "tern/context.h"
 #include "tern/model.h"
 
 namespace fs = std::filesystem;
@@ -146,7 +147,8 @@ TEST_P(Families, LogitsMatchReference) {
   for (const ModeRun& r : runs(find_case(family()))) {
     const auto ref = reference_logits(checkpoint(family()), kTokens, dir, r.variant);
     auto m = load(file(), r);
-    const auto s = m->forward(kTokens, 0, true);
+    tern::Context ctx(*m);
+    const auto s = ctx.forward(kTokens, 0, true);
     const std::vector<float> got(s.begin(), s.end());
     ASSERT_EQ(got.size(), ref.size());
     const double err = rel_error(got, ref);
@@ -176,15 +178,16 @@ TEST_P(Families, GreedyIncrementalDecodeMatchesReference) {
                                     "greedy" + r.variant, dir);
     ASSERT_EQ(want.size(), kPrompt.size() + kGreedy);
     auto m = load(file(), r);
+    tern::Context ctx(*m);
     const size_t V = size_t(m->config().vocab_size);
     std::vector<int32_t> ids = kPrompt;
     std::span<const float> last;
-    for (size_t i = 0; i < kPrompt.size(); ++i) last = m->forward({&ids[i], 1}, int(i), false);
+    for (size_t i = 0; i < kPrompt.size(); ++i) last = ctx.forward({&ids[i], 1}, int(i), false);
     while (ids.size() < want.size()) {
       ASSERT_EQ(last.size(), V);
       const int32_t next = int32_t(std::max_element(last.begin(), last.end()) - last.begin());
       ids.push_back(next);
-      last = m->forward({&ids.back(), 1}, int(ids.size() - 1), false);
+      last = ctx.forward({&ids.back(), 1}, int(ids.size() - 1), false);
     }
     EXPECT_EQ(ids, want) << r.variant;
   }
@@ -207,7 +210,8 @@ TEST_P(Families, PerplexityOfReferenceSampleMatches) {
     const auto ref = reference_logits(ckpt, ids, dir, r.variant);
     ASSERT_EQ(ref.size(), ids.size() * V);
     auto m = load(file(), r);
-    const auto s = m->forward(ids, 0, true);
+    tern::Context ctx(*m);
+    const auto s = ctx.forward(ids, 0, true);
     const std::vector<float> got(s.begin(), s.end());
     ASSERT_EQ(got.size(), ref.size());
     const double want = perplexity(ref, ids, V), have = perplexity(got, ids, V);
@@ -254,8 +258,9 @@ TEST(PaddedRows, EveryKernelMatchesTheReference) {
       lo.kernel = k->name;
       lo.float_acts = tern::FloatActs::Exact;  // the float kernels, as the float variant computes
       auto m = tern::Model::load(file, lo);
+      tern::Context ctx(*m);
       ASSERT_EQ(m->config().act_mode, mode);
-      const auto sp = m->forward(kTokens, 0, true);
+      const auto sp = ctx.forward(kTokens, 0, true);
       const std::vector<float> got(sp.begin(), sp.end());
       EXPECT_LT(rel_error(got, *ref), 1e-4) << k->name << (mode == tern::ActMode::Int8 ? " int8" : " float");
       if (mode == tern::ActMode::Int8) {

@@ -18,6 +18,7 @@
 #include "tern/error.h"
 #include "tern/gguf.h"
 #include "tern/kernels.h"
+#include "tern/context.h"
 #include "tern/model.h"
 #include "tern/quant.h"
 
@@ -37,7 +38,8 @@ std::vector<float> logits(const std::string& path, const std::string& kernel = "
   tern::LoadOptions lo;
   lo.kernel = kernel;
   auto m = tern::Model::load(path, lo);
-  auto s = m->forward(kTokens, 0, true);
+  tern::Context ctx(*m);
+  auto s = ctx.forward(kTokens, 0, true);
   return {s.begin(), s.end()};
 }
 

@@ -29,6 +29,7 @@
 
 #include "support/family_reference.h"
 #include "support/test_env.h"
+#include "tern/context.h"
 #include "tern/model.h"
 
 namespace fs = std::filesystem;
@@ -130,8 +131,9 @@ TEST_P(LlamacppAgreement, TernPerplexityNearLlamacpp) {
   ASSERT_TRUE(load(ids, want));
   const std::string path = (tern::test::test_models() / ("family-" + family()) / file()).string();
   auto m = tern::Model::load(path);
+  tern::Context ctx(*m);
   const size_t V = size_t(m->config().vocab_size);
-  const auto s = m->forward(ids, 0, true);
+  const auto s = ctx.forward(ids, 0, true);
   const std::vector<float> got(s.begin(), s.end());
   ASSERT_EQ(got.size(), ids.size() * V);
   const double have = perplexity(got, ids, V);
@@ -169,7 +171,8 @@ TEST(LlamacppGoldens, Q6KHeadMovesPerplexityAsInLlamacpp) {
   ASSERT_EQ(ids, (*base)["ids"].get<std::vector<int32_t>>());
   auto ppl = [&](const char* file) {
     auto m = tern::Model::load((tern::test::test_models() / "family-llama3-1.58" / file).string());
-    const auto s = m->forward(ids, 0, true);
+    tern::Context ctx(*m);
+    const auto s = ctx.forward(ids, 0, true);
     return perplexity(std::vector<float>(s.begin(), s.end()), ids, size_t(m->config().vocab_size));
   };
   const double tern_q6 = ppl("q6_k-head.gguf"), tern_base = ppl("tq2_0.gguf");

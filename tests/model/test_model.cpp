@@ -66,7 +66,8 @@ std::vector<float> tern_logits(const std::string& path,
   tern::LoadOptions lo;
   lo.float_acts = acts;
   auto m = tern::Model::load(path, lo);
-  auto s = m->forward(kTokens, 0, true);
+  tern::Context ctx(*m);
+  auto s = ctx.forward(kTokens, 0, true);
   return {s.begin(), s.end()};
 }
 
@@ -91,16 +92,16 @@ TEST_P(WholeModel, LogitsMatchIndependentReference) {
 // value gives errors near 1.
 TEST_P(WholeModel, LogitsMatchReferenceAcrossValueTiles) {
   const Packed p = packed(GetParam());
-  const int n = tern::kValueTile + 100;
+  const int n = tern::kKvPage + 100;
   std::vector<int32_t> tokens;
   for (int i = 0; i < n; ++i) tokens.push_back((kTokens[size_t(i * 5) % kTokens.size()] + 3 * i) % 512);
   const auto ref = reference_logits(p.checkpoint, tokens);
   tern::LoadOptions lo;
   lo.float_acts = tern::FloatActs::Exact;
-  lo.ctx = n;
   auto m = tern::Model::load(p.tq2, lo);
-  ASSERT_EQ(m->max_seq(), n);
-  auto s = m->forward(tokens, 0, true);
+  tern::Context ctx(*m, {.ctx = n});
+  ASSERT_EQ(ctx.n_ctx(), n);
+  auto s = ctx.forward(tokens, 0, true);
   const std::vector<float> got(s.begin(), s.end());
   ASSERT_EQ(got.size(), ref.size());
   EXPECT_LT(rel_error(got, ref), m->config().act_mode == tern::ActMode::Int8 ? 3e-2 : 1e-4);
@@ -119,14 +120,12 @@ TEST_P(WholeModel, HalfPrecisionKvCacheStaysNearTheReference) {
   const std::pair<TensorType, TensorType> caches[] = {
       {TensorType::F16, TensorType::F16}, {TensorType::BF16, TensorType::BF16}, {TensorType::F16, TensorType::F32}};
   for (auto [k, v] : caches) {
-    tern::LoadOptions lo;
-    lo.cache_type_k = k;
-    lo.cache_type_v = v;
-    auto m = tern::Model::load(p.tq2, lo);
-    EXPECT_EQ(m->kv_bytes_at(0), int64_t(m->config().n_layers) * m->config().kv_dim() *
+    auto m = tern::Model::load(p.tq2);
+    tern::Context ctx(*m, {.cache_type_k = k, .cache_type_v = v});
+    EXPECT_EQ(ctx.kv_bytes_at(0), int64_t(m->config().n_layers) * m->config().kv_dim() *
                                      (k == TensorType::F32 ? 4 : 2) + int64_t(m->config().n_layers) *
                                      m->config().kv_dim() * (v == TensorType::F32 ? 4 : 2));
-    auto s = m->forward(kTokens, 0, true);
+    auto s = ctx.forward(kTokens, 0, true);
     const std::vector<float> got(s.begin(), s.end());
     ASSERT_EQ(got.size(), ref.size());
     const double err = rel_error(got, ref);
@@ -134,9 +133,8 @@ TEST_P(WholeModel, HalfPrecisionKvCacheStaysNearTheReference) {
     EXPECT_LT(err, int8 ? 6e-2 : k == TensorType::BF16 ? 2e-2 : 2e-3) << int(k) << " " << int(v);
     EXPECT_GT(err, 0.0);
   }
-  tern::LoadOptions bad;
-  bad.cache_type_k = TensorType::Q8_0;
-  EXPECT_THROW(tern::Model::load(p.tq2, bad), tern::Error);
+  auto m = tern::Model::load(p.tq2);
+  EXPECT_THROW(tern::Context(*m, {.cache_type_k = TensorType::Q8_0}), tern::Error);
 }
 
 TEST_P(WholeModel, Tq2AndTq1GiveIdenticalLogits) {
@@ -147,10 +145,11 @@ TEST_P(WholeModel, Tq2AndTq1GiveIdenticalLogits) {
 TEST_P(WholeModel, IncrementalDecodingMatchesOneBatch) {
   const Packed p = packed(GetParam());
   auto m = tern::Model::load(p.tq2);
+  tern::Context ctx(*m);
   const auto batch = tern_logits(p.tq2);
   const size_t V = size_t(m->config().vocab_size);
   for (size_t i = 0; i < kTokens.size(); ++i) {
-    auto s = m->forward(std::span<const int32_t>(&kTokens[i], 1), int(i), false);
+    auto s = ctx.forward(std::span<const int32_t>(&kTokens[i], 1), int(i), false);
     std::vector<float> one(s.begin(), s.end()), want(batch.begin() + i * V, batch.begin() + (i + 1) * V);
     EXPECT_LT(rel_error(one, want), 1e-5) << "position " << i;
   }
@@ -166,6 +165,7 @@ TEST_P(WholeModel, HeadMovedOffTheMappingKeepsTheLogits) {
   tern::LoadOptions whole;
   whole.use_mmap = false;
   auto read = tern::Model::load(p.tq2, whole);
+  tern::Context mapped_ctx(*mapped), read_ctx(*read);
   const auto* begin = static_cast<const uint8_t*>(mapped->weights().output.data);
   const tern::gguf::File& f = mapped->file();
   const auto in_file = [&](const void* q) {
@@ -176,13 +176,11 @@ TEST_P(WholeModel, HeadMovedOffTheMappingKeepsTheLogits) {
   ASSERT_TRUE(in_file(begin));
   for (size_t i = 0; i < kTokens.size(); ++i) {
     const std::span<const int32_t> t(&kTokens[i], 1);
-    auto a = mapped->forward(t, int(i), false);
+    auto a = mapped_ctx.forward(t, int(i), false);
     const std::vector<float> got(a.begin(), a.end());
-    auto b = read->forward(t, int(i), false);
+    auto b = read_ctx.forward(t, int(i), false);
     ASSERT_EQ(std::memcmp(got.data(), b.data(), got.size() * sizeof(float)), 0) << "position " << i;
-    const tern::Weights& w = mapped->weights();
-    EXPECT_EQ(in_file(w.output.data), i == 0) << "position " << i;
-    if (mapped->config().tied_output) EXPECT_EQ(w.token_embd.data, w.output.data);
+    EXPECT_EQ(in_file(mapped->head().data), i == 0) << "position " << i;
   }
 }
 
@@ -195,28 +193,26 @@ TEST_P(WholeModel, HeadMovedOffTheMappingKeepsTheLogits) {
 TEST_P(WholeModel, AttentionInQueryBlocksEqualsTokenByToken) {
   const Packed p = packed(GetParam());
   std::vector<int32_t> tokens;
-  const int n = tern::kValueTile + 44;
+  const int n = tern::kKvPage + 44;
   for (int i = 0; i < n; ++i) tokens.push_back((kTokens[size_t(i * 7) % kTokens.size()] + i) % 512);
   for (auto type : {tern::gguf::TensorType::F32, tern::gguf::TensorType::F16}) {
-    tern::LoadOptions lo;
-    lo.cache_type_k = lo.cache_type_v = type;
-    lo.ctx = n;
-    auto m = tern::Model::load(p.tq2, lo);
+    auto m = tern::Model::load(p.tq2);
+    tern::Context ctx(*m, {.ctx = n, .cache_type_k = type, .cache_type_v = type});
     const size_t V = size_t(m->config().vocab_size);
     // Three tokens are one block, whose attention items RoPE and store
     // their own heads; the rest are many blocks, stored in a pass before
     // them.
-    const auto s3 = m->forward(std::span<const int32_t>(tokens.data(), 3), 0, true);
+    const auto s3 = ctx.forward(std::span<const int32_t>(tokens.data(), 3), 0, true);
     const std::vector<float> first(s3.begin(), s3.end());
-    const auto s = m->forward(std::span<const int32_t>(tokens.data() + 3, tokens.size() - 3), 3, true);
+    const auto s = ctx.forward(std::span<const int32_t>(tokens.data() + 3, tokens.size() - 3), 3, true);
     const std::vector<float> batch(s.begin(), s.end());
     for (size_t i = 3; i < tokens.size(); ++i) {
-      auto one = m->forward(std::span<const int32_t>(&tokens[i], 1), int(i), false);
+      auto one = ctx.forward(std::span<const int32_t>(&tokens[i], 1), int(i), false);
       ASSERT_EQ(std::memcmp(one.data(), batch.data() + (i - 3) * V, V * sizeof(float)), 0)
           << "position " << i << " cache type " << int(type);
     }
     for (size_t i = 0; i < 3; ++i) {
-      auto one = m->forward(std::span<const int32_t>(&tokens[i], 1), int(i), false);
+      auto one = ctx.forward(std::span<const int32_t>(&tokens[i], 1), int(i), false);
       ASSERT_EQ(std::memcmp(one.data(), first.data() + i * V, V * sizeof(float)), 0)
           << "position " << i << " cache type " << int(type);
     }
@@ -227,10 +223,11 @@ TEST_P(WholeModel, GreedyGenerationIsDeterministic) {
   const Packed p = packed(GetParam());
   auto once = [&] {
     auto m = tern::Model::load(p.tq2);
+    tern::Context ctx(*m);
     tern::Tokenizer tok(m->file());
     tern::Sampler s({0.0f, 40, 0.95f, 1});
     std::string text;
-    tern::generate(*m, tok, "In the beginning", tern::GenerateOptions{24}, s, [&](const std::string& t) { text += t; });
+    tern::generate(ctx, tok, "In the beginning", tern::GenerateOptions{24}, s, [&](const std::string& t) { text += t; });
     return text;
   };
   const std::string a = once();
@@ -248,10 +245,11 @@ TEST_P(WholeModel, GreedyTextIsTheSameOnEveryKernel) {
     lo.kernel = kernel;
     lo.float_acts = acts;
     auto m = tern::Model::load(p.tq2, lo);
+    tern::Context ctx(*m);
     tern::Tokenizer tok(m->file());
     tern::Sampler s({0.0f, 40, 0.95f, 1});
     std::string text;
-    tern::generate(*m, tok, "In the beginning", tern::GenerateOptions{24}, s, [&](const std::string& t) { text += t; });
+    tern::generate(ctx, tok, "In the beginning", tern::GenerateOptions{24}, s, [&](const std::string& t) { text += t; });
     return std::pair{text, std::string(m->kernels().name)};
   };
   const tern::ActMode mode = tern::Model::load(p.tq2)->config().act_mode;
@@ -287,7 +285,8 @@ TEST(Int16Activations, SameLogitsOnEveryKernelAndNearExact) {
     lo.float_acts = acts;
     auto m = tern::Model::load(p.tq2, lo);
     EXPECT_EQ(m->int16_activations(), acts == tern::FloatActs::Int16);
-    auto s = m->forward(kTokens, 0, true);
+    tern::Context ctx(*m);
+    auto s = ctx.forward(kTokens, 0, true);
     return std::vector<float>(s.begin(), s.end());
   };
   const auto exact = logits("scalar", tern::FloatActs::Exact);
@@ -374,7 +373,8 @@ TEST(KernelAuto, TimesEachShapeOnceAndKeepsTheLogits) {
           if (c.fits(l->w)) want = c.chosen;
         EXPECT_EQ(l->kernels, want);
       }
-    auto s = m->forward(kTokens, 0, true);
+    tern::Context ctx(*m);
+    auto s = ctx.forward(kTokens, 0, true);
     EXPECT_EQ(std::vector<float>(s.begin(), s.end()), tern_logits(p.tq2)) << mode;
   }
   // Float kernels round differently, so exact float activations are not tuned.
@@ -433,22 +433,24 @@ TEST(ModelLoad, OverflowingFiniteHeadRowIsNotABadFile) {
       },
       tern::test::TernKeys::Keep);
   auto m = tern::Model::load(big);
-  const auto logits = m->forward(kTokens, 0, false);
+  tern::Context ctx(*m);
+  const auto logits = ctx.forward(kTokens, 0, false);
   EXPECT_FALSE(std::isfinite(logits.back()));
   for (size_t r = 0; r + 1 < logits.size(); ++r) ASSERT_TRUE(std::isfinite(logits[r])) << r;
 }
 
 TEST(ModelLoad, ContextOverflowIsAnError) {
   auto m = tern::Model::load(packed("ternary").tq2);
-  m->reset(4);
+  tern::Context ctx(*m, {.ctx = 4});
   const std::vector<int32_t> five{1, 2, 3, 4, 5};
-  EXPECT_THROW(m->forward(five, 0, false), tern::Error);
+  EXPECT_THROW(ctx.forward(five, 0, false), tern::Error);
 }
 
 TEST(ModelLoad, TokenOutsideVocabularyIsAnError) {
   auto m = tern::Model::load(packed("ternary").tq2);
+  tern::Context ctx(*m);
   const std::vector<int32_t> bad{1, 1 << 20};
-  EXPECT_THROW(m->forward(bad, 0, false), tern::Error);
+  EXPECT_THROW(ctx.forward(bad, 0, false), tern::Error);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "support/test_env.h"
 #include "tern/error.h"
 #include "tern/generate.h"
+#include "tern/context.h"
 #include "tern/model.h"
 
 namespace {
@@ -45,8 +46,8 @@ TEST(PerplexityPackedLines, ScoresAsThePublishedLoss) {
   int64_t count = 0, scored = 0;
   const size_t V = size_t(m->config().vocab_size);
   for (const auto& seq : seqs) {
-    m->reset(ctx, ctx);
-    const auto logits = m->forward(seq, 0, true);
+    tern::Context c(*m, {.ctx = ctx});
+    const auto logits = c.forward(seq, 0, true);
     for (size_t i = 0; i + 1 < seq.size(); ++i) {
       ++count;
       if (seq[i] == eos) continue;
@@ -60,7 +61,7 @@ TEST(PerplexityPackedLines, ScoresAsThePublishedLoss) {
   }
   std::vector<double> running;
   const tern::PerplexityResult r =
-      tern::perplexity_packed_lines(*m, items, bos, eos, ctx, -1, [&](int, double p) { running.push_back(p); });
+      tern::perplexity_packed_lines(*m, {}, items, bos, eos, ctx, -1, [&](int, double p) { running.push_back(p); });
   EXPECT_EQ(r.n_chunks, 3);
   EXPECT_EQ(r.n_counted, count);
   EXPECT_EQ(r.n_scored, scored);
@@ -69,13 +70,13 @@ TEST(PerplexityPackedLines, ScoresAsThePublishedLoss) {
   ASSERT_EQ(running.size(), 3u);
   EXPECT_DOUBLE_EQ(running.back(), r.ppl);
   // At most one sequence when asked.
-  EXPECT_EQ(tern::perplexity_packed_lines(*m, items, bos, eos, ctx, 1, {}).n_chunks, 1);
+  EXPECT_EQ(tern::perplexity_packed_lines(*m, {}, items, bos, eos, ctx, 1, {}).n_chunks, 1);
 }
 
 TEST(PerplexityPackedLines, NothingThatFitsIsAnError) {
   auto m = tern::Model::load((tern::test::test_models() / "ternary" / "tq2_0.gguf").string());
-  EXPECT_THROW(tern::perplexity_packed_lines(*m, {{5, 6, 7, 8, 9}}, 1, 2, 4, -1, {}), tern::Error);
-  EXPECT_THROW(tern::perplexity_packed_lines(*m, {{5}}, 1, -1, 8, -1, {}), tern::Error);
+  EXPECT_THROW(tern::perplexity_packed_lines(*m, {}, {{5, 6, 7, 8, 9}}, 1, 2, 4, -1, {}), tern::Error);
+  EXPECT_THROW(tern::perplexity_packed_lines(*m, {}, {{5}}, 1, -1, 8, -1, {}), tern::Error);
 }
 
 TEST(PerplexityPackedLines, TheCommandLineRunsIt) {

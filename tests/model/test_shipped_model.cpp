@@ -14,6 +14,7 @@
 #include "support/test_env.h"
 #include "tern/generate.h"
 #include "tern/kernels.h"
+#include "tern/context.h"
 #include "tern/model.h"
 #include "tern/tokenizer.h"
 
@@ -56,9 +57,10 @@ const std::vector<std::pair<int32_t, float>> kRefLastTop5{
 
 TEST(ShippedModel, AgreesWithPyTorchOnAVerse) {
   auto m = tern::Model::load(kTq2);
+  tern::Context ctx(*m);
   tern::Tokenizer tok(m->file());
   EXPECT_EQ(tok.encode("In the beginning God created the heaven and the earth."), kRefIds);
-  auto logits = m->forward(kRefIds, 0, true);
+  auto logits = ctx.forward(kRefIds, 0, true);
   const size_t V = size_t(m->config().vocab_size);
   for (size_t i = 0; i < kRefIds.size(); ++i) {
     const float* row = logits.data() + i * V;
@@ -72,9 +74,10 @@ TEST(ShippedModel, AgreesWithPyTorchOnAVerse) {
 
 TEST(ShippedModel, Tq2AndTq1GiveIdenticalLogits) {
   auto a = tern::Model::load(kTq2), b = tern::Model::load(kTq1);
-  auto la = a->forward(kRefIds, 0, true);
+  tern::Context ctx_a(*a), ctx_b(*b);
+  auto la = ctx_a.forward(kRefIds, 0, true);
   const std::vector<float> first(la.begin(), la.end());
-  auto lb = b->forward(kRefIds, 0, true);
+  auto lb = ctx_b.forward(kRefIds, 0, true);
   EXPECT_TRUE(std::equal(first.begin(), first.end(), lb.begin(), lb.end()));
 }
 
@@ -82,10 +85,11 @@ std::string greedy_text(const std::string& path, const std::string& kernel = "")
   tern::LoadOptions lo;
   lo.kernel = kernel;
   auto m = tern::Model::load(path, lo);
+  tern::Context ctx(*m);
   tern::Tokenizer tok(m->file());
   tern::Sampler greedy({0.0f, 40, 0.95f, 0});
   std::string text;
-  tern::generate(*m, tok, "And Jesus said unto them", tern::GenerateOptions{24}, greedy,
+  tern::generate(ctx, tok, "And Jesus said unto them", tern::GenerateOptions{24}, greedy,
                  [&](const std::string& t) { text += t; });
   return text;
 }
@@ -111,7 +115,7 @@ TEST(ShippedModel, RevelationPerplexityMatchesPyTorch) {
   ASSERT_EQ(tokens.size(), 16115u);  // eval.json's count
   // The first 8 chunks keep the test quick; eval.txt's running value after
   // chunk 8 is 37.2966 (and 33.5773 over all 62 chunks).
-  const auto r = tern::perplexity(*m, tokens, tok.bos(), 256, 8, nullptr);
+  const auto r = tern::perplexity(*m, {}, tokens, tok.bos(), 256, 8, nullptr);
   EXPECT_EQ(r.n_chunks, 8);
   EXPECT_NEAR(r.ppl, 37.2966, 37.2966 * 0.005);
 }
@@ -132,7 +136,7 @@ TEST(ShippedModel, Int16ActivationsKeepFloatPerplexity) {
     ASSERT_EQ(m->int16_activations(), acts == tern::FloatActs::Int16);
     tern::Tokenizer tok(m->file());
     const auto tokens = tok.encode(slurp((kModels / "revelation.txt").string()));
-    ppl[int(acts == tern::FloatActs::Int16)] = tern::perplexity(*m, tokens, tok.bos(), 256, -1, nullptr).ppl;
+    ppl[int(acts == tern::FloatActs::Int16)] = tern::perplexity(*m, {}, tokens, tok.bos(), 256, -1, nullptr).ppl;
   }
   std::printf("[measure] Revelation perplexity, float activations: exact %.6f, int16 %.6f, ratio-1 %.3g\n",
               ppl[0], ppl[1], ppl[1] / ppl[0] - 1);

@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "tern/context.h"
 #include "tern/model.h"
 #include "tern/thread_pool.h"
 
@@ -207,15 +208,14 @@ void test_output_does_not_depend_on_threads(int batch) {
   std::vector<float> want;
   for (int threads : {1, 2, 3}) {
     SCOPED_TRACE("batch " + std::to_string(batch) + ", " + std::to_string(threads) + " threads");
-    tern::LoadOptions lo;
-    lo.threads = threads;
-    auto m = tern::Model::load(path, lo);
-    EXPECT_EQ(m->threads(), threads);
-    m->reset(64, batch);  // the prompt goes through gemm in several batches
-    auto a = m->forward(prompt, 0, true);
+    auto m = tern::Model::load(path);
+    // The prompt goes through gemm in several batches.
+    tern::Context ctx(*m, {.ctx = 64, .max_batch = batch, .threads = threads});
+    EXPECT_EQ(ctx.threads(), threads);
+    auto a = ctx.forward(prompt, 0, true);
     std::vector<float> got(a.begin(), a.end());
     const int32_t next = 100;
-    auto b = m->forward(std::span<const int32_t>(&next, 1), int(prompt.size()), false);
+    auto b = ctx.forward(std::span<const int32_t>(&next, 1), int(prompt.size()), false);
     got.insert(got.end(), b.begin(), b.end());
     if (want.empty()) want = got;
     ASSERT_EQ(got.size(), want.size());
@@ -227,15 +227,16 @@ TEST(ThreadPool, ModelOutputDoesNotDependOnThreads) {
   for (const int batch : {4, 24}) test_output_does_not_depend_on_threads(batch);
 }
 
-TEST(ThreadPool, SetThreadsReplacesTheTeam) {
+TEST(ThreadPool, ContextsOfOneModelHaveTheirOwnTeams) {
   const std::string path = std::string(TERN_SOURCE_DIR) + "/models/kjv-bitnet-6m-tq2_0.gguf";
   auto m = tern::Model::load(path);
+  tern::Context one(*m, {.threads = 1}), three(*m, {.threads = 3});
+  EXPECT_EQ(one.threads(), 1);
+  EXPECT_EQ(three.threads(), 3);
   const std::vector<int32_t> prompt{1, 45, 318};
-  auto a = m->forward(prompt, 0, false);
+  auto a = one.forward(prompt, 0, false);
   const std::vector<float> want(a.begin(), a.end());
-  m->set_threads(3);
-  EXPECT_EQ(m->threads(), 3);
-  auto b = m->forward(prompt, 0, false);
+  auto b = three.forward(prompt, 0, false);
   EXPECT_EQ(std::vector<float>(b.begin(), b.end()), want);
 }
 

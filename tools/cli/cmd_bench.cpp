@@ -93,7 +93,7 @@ std::vector<int32_t> random_tokens(int n, int vocab) {
 
 // One pp/tg/pg run from an empty cache: the prompt as one batch, then the
 // generated tokens one at a time after it.
-void run_once(Model& m, const std::vector<int32_t>& toks, int n_prompt, int n_gen) {
+void run_once(Context& m, const std::vector<int32_t>& toks, int n_prompt, int n_gen) {
   if (n_prompt > 0) m.forward(std::span<const int32_t>(toks.data(), size_t(n_prompt)), 0, false);
   for (int i = 0; i < n_gen; ++i)
     m.forward(std::span<const int32_t>(&toks[size_t(n_prompt + i) % toks.size()], 1), n_prompt + i,
@@ -150,10 +150,11 @@ void run_bench(const BenchOptions& o) {
     run.cache_type_k = o.cache_type_k;
     run.cache_type_v = o.cache_type_v;
     run.float_act = o.float_act;
-    run.ctx = 1;  // sized below, once the tests are known
     std::unique_ptr<Model> model = open_model(run);
     const Config& c = model->config();
-    model->reset(ctx, batch);
+    ContextOptions co = context_options(run);
+    co.ctx = ctx;
+    co.max_batch = batch;
     const std::vector<int32_t> toks = random_tokens(ctx, c.vocab_size);
     BenchRow row;
     row.model_filename = model->file().path();
@@ -163,7 +164,8 @@ void run_bench(const BenchOptions& o) {
     row.model_n_params = model->n_params();
     row.kernel = model->kernel_choices().empty() ? model->kernels().name : "auto";
     for (int t : threads) {
-      model->set_threads(t);
+      co.threads = t;
+      Context context(*model, co);
       row.n_threads = t;
       // The roof over as many bytes as a token reads (at least 256 MiB, at
       // most 2 GiB), so it comes from DRAM as the weights do.
@@ -175,17 +177,17 @@ void run_bench(const BenchOptions& o) {
         row.n_prompt = p;
         row.n_gen = n;
         row.test_time = iso_time();
-        run_once(*model, toks, p, n);  // warm-up
+        run_once(context, toks, p, n);  // warm-up
         row.samples_ns.clear();
         for (int r = 0; r < o.reps; ++r) {
           const double t0 = now();
-          run_once(*model, toks, p, n);
+          run_once(context, toks, p, n);
           row.samples_ns.push_back(int64_t((now() - t0) * 1e9));
         }
         // A decode token at position pos reads the weights and pos + 1 KV
         // entries; tg from an empty cache averages over positions 0..n-1.
         row.bytes_per_token = 0;
-        if (p == 0) row.bytes_per_token = per_token + (model->kv_bytes_at(0) + model->kv_bytes_at(n - 1)) / 2;
+        if (p == 0) row.bytes_per_token = per_token + (context.kv_bytes_at(0) + context.kv_bytes_at(n - 1)) / 2;
         out->row(row);
       }
     }

@@ -25,12 +25,13 @@ void run_chat(const ChatCliOptions& o) {
   const std::string path = model->file().path();
   Tokenizer tok(model->file());
   print_notes(tok, path);
-  ChatSession session(*model, tok, choose_template(o.chat_template, tok, path), o.chat);
+  Context ctx(*model, context_options(o.run));
+  ChatSession session(ctx, tok, choose_template(o.chat_template, tok, path), o.chat);
   const SamplerParams sp = sampler_params(o.sampling);
   Sampler sampler(sp);
   const bool tty = isatty(STDIN_FILENO);
   std::fprintf(stderr, "tern: %s, kernel %s, %d threads, context %d, seed %llu\n", path.c_str(),
-               model->kernels().name, model->threads(), model->max_seq(),
+               model->kernels().name, ctx.threads(), ctx.n_ctx(),
                static_cast<unsigned long long>(sp.seed));
   if (tty) std::fprintf(stderr, "tern: one message per line; Ctrl-D ends the conversation\n");
 

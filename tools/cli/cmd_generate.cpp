@@ -18,13 +18,14 @@ struct Options {
 
 void run_generate(const Options& o) {
   std::unique_ptr<Model> model = open_model(o.run);
+  Context ctx(*model, context_options(o.run));
   Tokenizer tok(model->file());
   print_notes(tok, model->file().path());
   GenerateOptions g = o.gen;
   g.parse_special = !o.no_parse_special;
   const SamplerParams sp = sampler_params(o.sampling);
   Sampler sampler(sp);
-  const GenerateStats st = generate(*model, tok, o.prompt, g, sampler,
+  const GenerateStats st = generate(ctx, tok, o.prompt, g, sampler,
                                     [](const std::string& text) {
                                       std::fwrite(text.data(), 1, text.size(), stdout);
                                       std::fflush(stdout);
@@ -34,7 +35,7 @@ void run_generate(const Options& o) {
   std::fflush(stdout);
   // Reported after the run so that an error is the only line on stderr.
   std::fprintf(stderr, "tern: %s, kernel %s, %d threads, seed %llu\n",
-               model->file().path().c_str(), model->kernels().name, model->threads(),
+               model->file().path().c_str(), model->kernels().name, ctx.threads(),
                static_cast<unsigned long long>(sp.seed));
   std::fprintf(stderr, "prompt: %d tokens in %.3f s (%.2f tok/s)\n", st.n_prompt,
                st.prompt_seconds, st.n_prompt / std::max(st.prompt_seconds, 1e-9));

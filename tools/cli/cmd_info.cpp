@@ -25,7 +25,6 @@ void run_info(const std::string& path, const std::string& kernel, const std::str
   LoadOptions lo;
   lo.kernel = kernel_choice(kernel);
   lo.float_acts = float_acts(float_act);
-  lo.run_state = false;  // a description of the file runs nothing
   std::unique_ptr<Model> model = Model::load(path, lo);
   const gguf::File& f = model->file();
   const Config& c = model->config();

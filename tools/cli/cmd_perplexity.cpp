@@ -27,7 +27,7 @@ void print_running(int chunk, double ppl) {
 
 // Fairy2i-W2's protocol (generate.h): the text's non-empty lines, each
 // tokenized without BOS, scored in packed sequences of ctx tokens.
-PerplexityResult packed_lines(Model& model, const Tokenizer& tok, const std::string& text, int ctx, int max_seqs) {
+PerplexityResult packed_lines(const Model& model, const ContextOptions& co, const Tokenizer& tok, const std::string& text, int ctx, int max_seqs) {
   EncodeOptions eo;
   eo.add_special = false;
   eo.parse_special = false;
@@ -37,13 +37,14 @@ PerplexityResult packed_lines(Model& model, const Tokenizer& tok, const std::str
     if (nl > at) items.push_back(tok.encode(std::string_view(text).substr(at, nl - at), eo));
     at = nl + 1;
   }
-  return perplexity_packed_lines(model, items, tok.bos(), tok.eos(), ctx, max_seqs, print_running);
+  return perplexity_packed_lines(model, co, items, tok.bos(), tok.eos(), ctx, max_seqs, print_running);
 }
 
 void run_perplexity(PerplexityOptions o) {
   const std::string text = read_input_file(o.text_file, kMaxTextBytes, "a text file");
   std::unique_ptr<Model> model = open_model(o.run);
-  const int ctx = model->max_seq();
+  const ContextOptions co = context_options(o.run);
+  const int ctx = context_positions(model->config(), co.ctx);
   Tokenizer tok(model->file());
   print_notes(tok, model->file().path());
   // As llama-perplexity: special-token text in the file stays text.
@@ -53,12 +54,12 @@ void run_perplexity(PerplexityOptions o) {
   size_t n_tokens = 0;
   try {
     if (o.packed_lines) {
-      r = packed_lines(*model, tok, text, ctx, o.chunks);
+      r = packed_lines(*model, co, tok, text, ctx, o.chunks);
       n_tokens = size_t(r.n_counted + r.n_chunks);
     } else {
       const std::vector<int32_t> tokens = tok.encode(text, eo);
       n_tokens = tokens.size();
-      r = perplexity(*model, tokens, tok.adds_bos() ? tok.bos() : -1, ctx, o.chunks, print_running);
+      r = perplexity(*model, co, tokens, tok.adds_bos() ? tok.bos() : -1, ctx, o.chunks, print_running);
     }
   } catch (const Error& e) {
     throw file_error(o.text_file, e.what());

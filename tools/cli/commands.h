@@ -7,6 +7,7 @@
 #include <string>
 
 #include "tern/generate.h"
+#include "tern/context.h"
 #include "tern/model.h"
 #include "tern/tokenizer.h"
 
@@ -39,8 +40,10 @@ void add_float_act_option(CLI::App& cmd, std::string& value);
 // The load option a --float-act value (already checked) asks for; none
 // for "" (the family's default).
 std::optional<FloatActs> float_acts(const std::string& flag);
-// Applies threads and kernel, loads the model and sizes its context.
+// Applies the kernel choice and loads the model.
 std::unique_ptr<Model> open_model(const RunOptions& o);
+// The context the flags ask for (-c, -t, -ctk, -ctv), one sequence.
+ContextOptions context_options(const RunOptions& o);
 // --temp, --top-k, --top-p, -s, shared by generate and chat.
 struct SamplingOptions {
   SamplerParams params;

@@ -80,9 +80,6 @@ std::unique_ptr<Model> open_model(const RunOptions& o) {
   lo.kernel = kernel_choice(o.kernel);
   lo.threads = o.threads;
   lo.use_mmap = !o.no_mmap;
-  lo.ctx = o.ctx < 0 ? 0 : o.ctx == 0 ? kTrainedCtx : o.ctx;
-  lo.cache_type_k = cache_type(o.cache_type_k);
-  lo.cache_type_v = cache_type(o.cache_type_v);
   lo.float_acts = float_acts(o.float_act);
   std::unique_ptr<Model> m = Model::load(path, lo);
   // As llama.cpp: allowed, but positions past training are extrapolation.
@@ -90,6 +87,15 @@ std::unique_ptr<Model> open_model(const RunOptions& o) {
     std::fprintf(stderr, "warning: -c %d is more than the %d positions %s was trained on\n", o.ctx,
                  m->config().context_length, path.c_str());
   return m;
+}
+
+ContextOptions context_options(const RunOptions& o) {
+  ContextOptions co;
+  co.ctx = o.ctx < 0 ? 0 : o.ctx == 0 ? kTrainedCtx : o.ctx;
+  co.threads = o.threads;
+  co.cache_type_k = cache_type(o.cache_type_k);
+  co.cache_type_v = cache_type(o.cache_type_v);
+  return co;
 }
 
 namespace {
