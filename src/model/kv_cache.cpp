@@ -53,13 +53,19 @@ void KvCache::share(int src, int dst) {
 
 int KvCache::pages_needed(std::span<const std::pair<int, int>> growth) const {
   int need = 0;
+  std::vector<std::pair<int, int>> written;  // (shared page, holders writing into it)
   for (auto [seq, n] : growth) {
     if (n <= 0) continue;
     const Seq& s = seqs_[size_t(seq)];
     need += (s.length + n + kKvPage - 1) / kKvPage - int(s.pages.size());
-    // The page the first new position lands in, when it is partly held and shared.
-    if (s.length % kKvPage != 0 && refs_[size_t(s.pages.back())] > 1) ++need;
+    if (s.length % kKvPage == 0 || refs_[size_t(s.pages.back())] == 1) continue;
+    auto at = std::find_if(written.begin(), written.end(), [&](const auto& w) { return w.first == s.pages.back(); });
+    if (at == written.end()) written.push_back({s.pages.back(), 1});
+    else ++at->second;
   }
+  // A shared page is copied by each holder that writes into it, but the
+  // last holder left writes in place.
+  for (auto [page, k] : written) need += std::min(k, refs_[size_t(page)] - 1);
   return need;
 }
 

@@ -1,11 +1,13 @@
 // The forward pass's thread team: every thread runs each job once, chunks
 // cover every item exactly once, errors come back to the caller, and the
-// model's output does not depend on the number of threads. CI also runs this
-// file under ThreadSanitizer (.ci/run, TERN_TSAN).
+// model's output does not depend on the number of threads; contexts on one
+// model run from several threads at once. CI also runs this file under
+// ThreadSanitizer (.ci/run, TERN_TSAN).
 #include <gtest/gtest.h>
 #include <sched.h>
 #include <time.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <span>
@@ -238,6 +240,40 @@ TEST(ThreadPool, ContextsOfOneModelHaveTheirOwnTeams) {
   const std::vector<float> want(a.begin(), a.end());
   auto b = three.forward(prompt, 0, false);
   EXPECT_EQ(std::vector<float>(b.begin(), b.end()), want);
+}
+
+// One model, four contexts, each on a thread of its own with a team of its
+// own, all at once: each gets the logits its run gets alone. The model's
+// first head product (the head's check) and the head's move off the file's
+// mapping happen during these runs, from whichever context gets there first.
+TEST(Contexts, SeveralThreadsRunOneModelAtOnce) {
+  const std::string path = std::string(TERN_SOURCE_DIR) + "/models/kjv-bitnet-6m-tq2_0.gguf";
+  constexpr int kThreads = 4, kSteps = 12;
+  const auto run = [](const tern::Model& m, int which, int team) {
+    tern::Context ctx(m, {.ctx = 64, .threads = team});
+    std::vector<int32_t> ids{1, int32_t(45 + which), 318, int32_t(31 * which + 2)};
+    std::vector<float> all;
+    auto l = ctx.forward(ids, 0, false);
+    for (int i = 0; i < kSteps; ++i) {
+      all.insert(all.end(), l.begin(), l.end());
+      const int32_t next = int32_t(std::max_element(l.begin(), l.end()) - l.begin());
+      l = ctx.forward({&next, 1}, int(ids.size()) + i, false);
+    }
+    return all;
+  };
+  std::vector<std::vector<float>> want;
+  {
+    const auto alone = tern::Model::load(path);
+    for (int t = 0; t < kThreads; ++t) want.push_back(run(*alone, t, 1));
+  }
+  const auto shared = tern::Model::load(path);
+  std::vector<std::vector<float>> got(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] { got[size_t(t)] = run(*shared, t, 1 + t % 2); });
+  for (std::thread& th : threads) th.join();
+  for (int t = 0; t < kThreads; ++t) EXPECT_EQ(got[size_t(t)], want[size_t(t)]) << "context " << t;
+  EXPECT_NE(shared->head().data, shared->weights().output.data);  // moved once, by one of them
 }
 
 }  // namespace
