@@ -1,4 +1,5 @@
-// Timing shared by generation and perplexity (internal to src/model).
+// Seconds since a steady-clock time point: the timing the application layer
+// (generation, perplexity) and the kernel auto-tuner share.
 #pragma once
 #include <chrono>
 

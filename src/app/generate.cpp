@@ -1,10 +1,9 @@
 #include "tern/generate.h"
 
 #include <chrono>
-#include <cmath>
-#include <limits>
 
-#include "clock.h"
+#include "streams.h"
+#include "tern/clock.h"
 #include "tern/error.h"
 
 namespace tern {
@@ -36,13 +35,7 @@ GenerateStats continue_from(Context& ctx, const Tokenizer& tok, std::span<const 
   pos += st.n_prompt;
   t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < o.n_predict; ++i) {
-    if (o.ignore_eos) {
-      masked.assign(logits.begin(), logits.end());
-      for (int32_t id : tok.eog_ids())
-        if (size_t(id) < masked.size()) masked[size_t(id)] = -std::numeric_limits<float>::infinity();
-      logits = masked;
-    }
-    const int32_t next = sampler.sample(logits);
+    const int32_t next = sample_next(sampler, logits, tok, o.ignore_eos, masked);
     if (tok.is_eog(next)) {
       st.hit_eos = true;
       break;

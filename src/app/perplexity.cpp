@@ -4,7 +4,7 @@
 #include <chrono>
 #include <cmath>
 
-#include "clock.h"
+#include "tern/clock.h"
 #include "tern/error.h"
 #include "tern/generate.h"
 

@@ -9,7 +9,7 @@
 #include <random>
 #include <vector>
 
-#include "clock.h"
+#include "tern/clock.h"
 
 namespace tern {
 
