@@ -13,6 +13,10 @@
 #include <utility>
 #include <vector>
 
+namespace tern {
+class OutputFile;
+}
+
 namespace tern::gguf {
 
 enum class ValueType : uint32_t {
@@ -194,10 +198,9 @@ class Writer {
     uint64_t offset;
   };
   void write_bytes(const void* p, size_t n);
-  void drop_temporary();
   const Pending& next_tensor(std::string_view name) const;  // checks the order
 
-  std::string path_, tmp_path_;
+  std::string path_;
   uint64_t alignment_;
   std::vector<std::pair<std::string, Value>> kv_;
   std::vector<Pending> tensors_;
@@ -205,7 +208,7 @@ class Writer {
   uint64_t data_written_ = 0;
   uint64_t tensor_written_ = 0;  // bytes of tensors_[next_tensor_] appended so far
   bool header_written_ = false, finished_ = false;
-  std::FILE* fp_ = nullptr;
+  std::unique_ptr<OutputFile> out_;  // the temporary, renamed into place by finish()
 };
 
 }  // namespace tern::gguf

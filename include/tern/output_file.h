@@ -1,8 +1,11 @@
-// Creating an output file safely (tern pack's GGUF, the Writer's only
-// client today). Output is written to a temporary beside the target and
-// renamed into place at the end, so no reader ever sees half a file.
+// Creating an output file safely (tern pack's GGUF, generate's JSONL).
+// Output is written to a temporary beside the target and renamed into
+// place at the end, so no reader ever sees half a file.
 #pragma once
+#include <cstdint>
+#include <cstdio>
 #include <string>
+#include <string_view>
 
 namespace tern {
 
@@ -28,5 +31,31 @@ void forget_temporary(const std::string& temporary_path);
 // main(); a library never installs signal handlers on its own. SIGKILL
 // cannot be caught: it leaves the "<path>.tmp-XXXXXX" file behind.
 void remove_temporaries_on_signals();
+
+// A file written through a Temporary and renamed into place by commit();
+// destroyed uncommitted (an error, an exception), it leaves nothing behind.
+// Every failure throws file_error naming the target.
+class OutputFile {
+ public:
+  explicit OutputFile(std::string path);  // "path: cannot create a temporary in DIR: ..."
+  ~OutputFile();
+  OutputFile(const OutputFile&) = delete;
+  OutputFile& operator=(const OutputFile&) = delete;
+
+  void write(const void* p, size_t n);  // "path: write failed: ...", the temporary dropped
+  void write(std::string_view s) { write(s.data(), s.size()); }
+  uint64_t tell() const;                // bytes written so far
+  // Flushes and syncs the temporary and renames it onto the target, which
+  // is checked again (check_output_path): it may have appeared meanwhile.
+  void commit();
+  const std::string& path() const { return path_; }
+
+ private:
+  void drop();
+  std::string path_, tmp_;
+  std::FILE* fp_ = nullptr;
+  uint64_t written_ = 0;
+  bool committed_ = false;
+};
 
 }  // namespace tern

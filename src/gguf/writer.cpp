@@ -42,40 +42,12 @@ Writer::Writer(std::string path, uint64_t alignment)
   if (!detail::is_pow2(alignment_) || alignment_ > std::numeric_limits<uint32_t>::max())
     throw file_error(path_, "alignment " + std::to_string(alignment_) +
                                 " is not a power of two that fits in u32");
-  const Temporary t = create_temporary(path_);
-  tmp_path_ = t.path;
-  fp_ = ::fdopen(t.fd, "wb");
-  if (!fp_) {
-    const int err = errno;
-    ::close(t.fd);
-    drop_temporary();
-    throw file_error(path_, std::string("cannot create: ") + std::strerror(err));
-  }
+  out_ = std::make_unique<OutputFile>(path_);
 }
 
-Writer::~Writer() {
-  if (fp_) std::fclose(fp_);
-  if (!finished_) drop_temporary();
-}
+Writer::~Writer() = default;
 
-void Writer::drop_temporary() {
-  ::unlink(tmp_path_.c_str());
-  forget_temporary(tmp_path_);
-}
-
-void Writer::write_bytes(const void* p, size_t n) {
-  if (!fp_) throw file_error(path_, "write after an earlier failure");
-  if (n == 0) return;
-  if (std::fwrite(p, 1, n, fp_) != n) {
-    const int err = errno;
-    // Drop the partial output now; the destructor would too, but a caller
-    // that keeps the Writer around should not keep a broken temporary.
-    std::fclose(fp_);
-    fp_ = nullptr;
-    drop_temporary();
-    throw file_error(path_, std::string("write failed: ") + std::strerror(err));
-  }
-}
+void Writer::write_bytes(const void* p, size_t n) { out_->write(p, n); }
 
 void Writer::set(std::string key, Value v) {
   if (header_written_) throw file_error(path_, "set('" + key + "') after write_header()");
@@ -191,9 +163,7 @@ void Writer::write_header() {
     u32(static_cast<uint32_t>(t.type));
     u64(t.offset);
   }
-  const long at = std::ftell(fp_);
-  if (at < 0) throw file_error(path_, std::string("ftell failed: ") + std::strerror(errno));
-  const uint64_t pos = static_cast<uint64_t>(at);
+  const uint64_t pos = out_->tell();
   static const uint8_t zeros[256] = {};
   for (uint64_t pad = align_up(pos, alignment_) - pos; pad > 0;) {
     const size_t n = pad < sizeof zeros ? pad : sizeof zeros;
@@ -251,30 +221,7 @@ void Writer::finish() {
   if (next_tensor_ != tensors_.size())
     throw file_error(path_, "finish() with " + std::to_string(tensors_.size() - next_tensor_) +
                                 " of " + std::to_string(tensors_.size()) + " tensors unwritten");
-  if (!fp_) throw file_error(path_, "finish() after an earlier failure");
-  std::FILE* fp = std::exchange(fp_, nullptr);
-  // fflush/fsync/fclose are where ENOSPC and EIO surface for buffered data.
-  int err = 0;
-  if (std::fflush(fp) != 0) err = errno;
-  if (!err && ::fsync(::fileno(fp)) != 0 && errno != EINVAL) err = errno;
-  if (std::fclose(fp) != 0 && !err) err = errno;
-  if (err) {
-    drop_temporary();
-    throw file_error(path_, std::string("write failed: ") + std::strerror(err));
-  }
-  // The target may have appeared while the pack ran; check it again.
-  try {
-    check_output_path(path_);
-  } catch (...) {
-    drop_temporary();
-    throw;
-  }
-  if (std::rename(tmp_path_.c_str(), path_.c_str()) != 0) {
-    err = errno;
-    drop_temporary();
-    throw file_error(path_, std::string("cannot rename temporary into place: ") + std::strerror(err));
-  }
-  forget_temporary(tmp_path_);
+  out_->commit();
   finished_ = true;
 }
 

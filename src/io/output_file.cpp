@@ -9,6 +9,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "tern/error.h"
@@ -102,6 +103,73 @@ void remove_temporaries_on_signals() {
     sigemptyset(&sa.sa_mask);
     ::sigaction(sig, &sa, nullptr);
   }
+}
+
+OutputFile::OutputFile(std::string path) : path_(std::move(path)) {
+  const Temporary t = create_temporary(path_);
+  tmp_ = t.path;
+  fp_ = ::fdopen(t.fd, "wb");
+  if (!fp_) {
+    const int err = errno;
+    ::close(t.fd);
+    drop();
+    throw file_error(path_, std::string("cannot create: ") + std::strerror(err));
+  }
+}
+
+OutputFile::~OutputFile() {
+  if (fp_) std::fclose(fp_);
+  if (!committed_) drop();
+}
+
+void OutputFile::drop() {
+  ::unlink(tmp_.c_str());
+  forget_temporary(tmp_);
+}
+
+void OutputFile::write(const void* p, size_t n) {
+  if (!fp_) throw file_error(path_, "write after an earlier failure");
+  if (n == 0) return;
+  if (std::fwrite(p, 1, n, fp_) != n) {
+    const int err = errno;
+    // Dropped now; the destructor would too, but a caller that keeps the
+    // file around should not keep a broken temporary.
+    std::fclose(fp_);
+    fp_ = nullptr;
+    drop();
+    throw file_error(path_, std::string("write failed: ") + std::strerror(err));
+  }
+  written_ += n;
+}
+
+uint64_t OutputFile::tell() const { return written_; }
+
+void OutputFile::commit() {
+  if (committed_) throw file_error(path_, "committed twice");
+  if (!fp_) throw file_error(path_, "commit after an earlier failure");
+  std::FILE* fp = std::exchange(fp_, nullptr);
+  // fflush/fsync/fclose are where ENOSPC and EIO surface for buffered data.
+  int err = 0;
+  if (std::fflush(fp) != 0) err = errno;
+  if (!err && ::fsync(::fileno(fp)) != 0 && errno != EINVAL) err = errno;
+  if (std::fclose(fp) != 0 && !err) err = errno;
+  if (err) {
+    drop();
+    throw file_error(path_, std::string("write failed: ") + std::strerror(err));
+  }
+  try {
+    check_output_path(path_);
+  } catch (...) {
+    drop();
+    throw;
+  }
+  if (std::rename(tmp_.c_str(), path_.c_str()) != 0) {
+    err = errno;
+    drop();
+    throw file_error(path_, std::string("cannot rename temporary into place: ") + std::strerror(err));
+  }
+  forget_temporary(tmp_);
+  committed_ = true;
 }
 
 }  // namespace tern
