@@ -66,6 +66,56 @@ GenerateStats continue_from(Context& ctx, const Tokenizer& tok, std::span<const 
                             const GenerateOptions& o, Sampler& sampler, const TextSink& on_text,
                             std::vector<int32_t>* out);
 
+// How one sequence ended (OpenAI's finish_reason): at an end-of-generation
+// token, at n_predict or the context's end, or refused before it ran.
+enum class Finish { Stop, Length, Error };
+const char* finish_name(Finish f);  // "stop", "length", "error"
+
+struct ParallelStats {
+  int n_prompt = 0;
+  double prompt_seconds = 0, gen_seconds = 0;
+  int n_generated = 0;               // over all sequences
+  std::vector<std::string> texts;    // [n] each continuation
+  std::vector<int> generated;        // [n] tokens of each
+  std::vector<Finish> finish;        // [n]
+};
+
+// n continuations of one prompt in one context (ctx.max_seqs() >= n): the
+// prompt fed once, as sequence 0, and its pages shared with sequences 1 ..
+// n - 1 (tern/context.h); continuation i samples with seed + i, so
+// continuation 0 is generate()'s text with the same seed. Every step
+// decodes one token of each unfinished continuation in one batch.
+// on_text(i, piece), if given, gets continuation i's text as it comes.
+// Throws before any decode if the cache cannot hold them all to n_predict.
+ParallelStats generate_parallel(Context& ctx, const Tokenizer& tok, std::string_view prompt,
+                                const GenerateOptions& o, const SamplerParams& sp, int n,
+                                const std::function<void(int, const std::string&)>& on_text = {});
+
+// Offline batch inference: each prompt in a sequence of its own, up to
+// ctx.max_seqs() at once, a finished sequence's place given to the next
+// prompt (continuous batching: every step one batch of the decode tokens of
+// the generating sequences and prompt chunks of new ones, at most
+// ctx.max_batch() tokens). Prompt i samples with seed + i, so its text is
+// the one it gets alone. A prompt that cannot run (empty, or as long as a
+// sequence's share of the cache, n_ctx / max_seqs) gets Finish::Error and
+// its message; n_predict is cut to what the share leaves.
+struct PromptResult {
+  std::string text;
+  std::vector<int32_t> tokens;  // the generated ids
+  int n_prompt = 0;
+  Finish finish = Finish::Stop;
+  std::string error;
+};
+struct BatchProgress {
+  size_t done = 0, total = 0;
+  int64_t generated = 0;  // tokens so far, over all prompts
+  double seconds = 0;
+};
+void generate_prompts(Context& ctx, const Tokenizer& tok, std::span<const std::string> prompts,
+                      const GenerateOptions& o, const SamplerParams& sp,
+                      const std::function<void(size_t, PromptResult&&)>& on_done,
+                      const std::function<void(const BatchProgress&)>& on_progress = {});
+
 struct PerplexityResult {
   double ppl = 0, err = 0;   // exp(mean nll) and its standard error, as llama.cpp
   int n_chunks = 0;

@@ -25,7 +25,7 @@ void run_chat(const ChatCliOptions& o) {
   const std::string path = model->file().path();
   Tokenizer tok(model->file());
   print_notes(tok, path);
-  Context ctx(*model, context_options(o.run));
+  Context ctx(*model, context_options(o.run, *model));
   ChatSession session(ctx, tok, choose_template(o.chat_template, tok, path), o.chat);
   const SamplerParams sp = sampler_params(o.sampling);
   Sampler sampler(sp);

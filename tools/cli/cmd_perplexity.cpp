@@ -43,7 +43,7 @@ PerplexityResult packed_lines(const Model& model, const ContextOptions& co, cons
 void run_perplexity(PerplexityOptions o) {
   const std::string text = read_input_file(o.text_file, kMaxTextBytes, "a text file");
   std::unique_ptr<Model> model = open_model(o.run);
-  const ContextOptions co = context_options(o.run);
+  const ContextOptions co = context_options(o.run, *model);
   const int ctx = context_positions(model->config(), co.ctx);
   Tokenizer tok(model->file());
   print_notes(tok, model->file().path());

@@ -42,8 +42,10 @@ void add_float_act_option(CLI::App& cmd, std::string& value);
 std::optional<FloatActs> float_acts(const std::string& flag);
 // Applies the kernel choice and loads the model.
 std::unique_ptr<Model> open_model(const RunOptions& o);
-// The context the flags ask for (-c, -t, -ctk, -ctv), one sequence.
-ContextOptions context_options(const RunOptions& o);
+// The context the flags ask for (-c, -t, -ctk, -ctv) for `seqs`
+// sequences; warns on stderr when -c gives each more positions than the
+// model was trained on.
+ContextOptions context_options(const RunOptions& o, const Model& m, int seqs = 1);
 // --temp, --top-k, --top-p, -s, shared by generate and chat.
 struct SamplingOptions {
   SamplerParams params;

@@ -81,16 +81,17 @@ std::unique_ptr<Model> open_model(const RunOptions& o) {
   lo.threads = o.threads;
   lo.use_mmap = !o.no_mmap;
   lo.float_acts = float_acts(o.float_act);
-  std::unique_ptr<Model> m = Model::load(path, lo);
-  // As llama.cpp: allowed, but positions past training are extrapolation.
-  if (o.ctx > m->config().context_length)
-    std::fprintf(stderr, "warning: -c %d is more than the %d positions %s was trained on\n", o.ctx,
-                 m->config().context_length, path.c_str());
-  return m;
+  return Model::load(path, lo);
 }
 
-ContextOptions context_options(const RunOptions& o) {
+ContextOptions context_options(const RunOptions& o, const Model& m, int seqs) {
+  // As llama.cpp: allowed, but positions past training are extrapolation.
+  if (o.ctx / seqs > m.config().context_length)
+    std::fprintf(stderr, "warning: -c %d%s is more than the %d positions %s was trained on\n", o.ctx,
+                 seqs > 1 ? (" over " + std::to_string(seqs) + " sequences").c_str() : "",
+                 m.config().context_length, m.file().path().c_str());
   ContextOptions co;
+  co.max_seqs = seqs;
   co.ctx = o.ctx < 0 ? 0 : o.ctx == 0 ? kTrainedCtx : o.ctx;
   co.threads = o.threads;
   co.cache_type_k = cache_type(o.cache_type_k);

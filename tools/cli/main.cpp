@@ -26,14 +26,20 @@ int main(int argc, char** argv) {
   tern::cli::add_tokenize(app);
   tern::cli::add_chat(app);
   // llama.cpp spells some options with one dash and several letters
-  // (llama-bench's -pg, the cache types -ctk and -ctv); CLI11 reads a single
-  // dash as one-letter options, so they are handed over with two.
-  char pg[] = "--pg", ctk[] = "--cache-type-k", ctv[] = "--cache-type-v";
-  for (int i = 2; argc > 1 && i < argc; ++i) {
-    if (std::strcmp(argv[1], "bench") == 0 && std::strcmp(argv[i], "-pg") == 0) argv[i] = pg;
-    if (std::strcmp(argv[i], "-ctk") == 0) argv[i] = ctk;
-    if (std::strcmp(argv[i], "-ctv") == 0) argv[i] = ctv;
-  }
+  // (llama-bench's -pg, the cache types -ctk and -ctv, -np, -npl, -md);
+  // CLI11 reads a single dash as one-letter options, so they are handed
+  // over with two.
+  static char pg[] = "--pg", ctk[] = "--cache-type-k", ctv[] = "--cache-type-v", np[] = "--parallel",
+              npl[] = "--npl", md[] = "--model-draft";
+  const struct {
+    const char* llama;
+    char* ours;
+    const char* only_in;  // the one subcommand that has it, or null
+  } spellings[] = {{"-pg", pg, "bench"}, {"-ctk", ctk, nullptr}, {"-ctv", ctv, nullptr},
+                   {"-np", np, nullptr}, {"-npl", npl, "bench"}, {"-md", md, nullptr}};
+  for (int i = 2; argc > 1 && i < argc; ++i)
+    for (const auto& s : spellings)
+      if (std::strcmp(argv[i], s.llama) == 0 && (!s.only_in || std::strcmp(argv[1], s.only_in) == 0)) argv[i] = s.ours;
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
