@@ -26,9 +26,12 @@ double stddev(const std::vector<double>& v) {
 }
 
 std::string test_name(const BenchRow& r) {
-  if (r.n_gen == 0) return "pp" + std::to_string(r.n_prompt);
-  if (r.n_prompt == 0) return "tg" + std::to_string(r.n_gen);
-  return "pp" + std::to_string(r.n_prompt) + "+tg" + std::to_string(r.n_gen);
+  std::string t = r.n_gen == 0    ? "pp" + std::to_string(r.n_prompt)
+                  : r.n_prompt == 0 ? "tg" + std::to_string(r.n_gen)
+                                    : "pp" + std::to_string(r.n_prompt) + "+tg" + std::to_string(r.n_gen);
+  if (r.n_depth > 0) t += " @ d" + std::to_string(r.n_depth);
+  if (r.n_seq > 1) t += " x" + std::to_string(r.n_seq);
+  return t;
 }
 
 std::string fmt(const char* f, double v) {
@@ -41,9 +44,10 @@ std::string fmt(const char* f, double v) {
 const char* const kFields[] = {"model_filename", "model_type", "model_size", "model_n_params",
                                "backends",       "n_threads",  "n_prompt",   "n_gen",
                                "test_time",      "avg_ns",     "stddev_ns",  "avg_ts",
-                               "stddev_ts",      "bytes_per_token", "read_gbps", "roof_fraction"};
-const bool kString[] = {true, true, false, false, true, false, false, false,
-                        true, false, false, false, false, false, false, false};
+                               "stddev_ts",      "bytes_per_token", "read_gbps", "roof_fraction",
+                               "n_seq",          "n_depth"};
+const bool kString[] = {true, true, false, false, true, false, false, false, true,
+                        false, false, false, false, false, false, false, false, false};
 
 std::vector<std::string> values(const BenchRow& r) {
   std::vector<double> ns(r.samples_ns.begin(), r.samples_ns.end());
@@ -52,7 +56,8 @@ std::vector<std::string> values(const BenchRow& r) {
           r.kernel, std::to_string(r.n_threads), std::to_string(r.n_prompt), std::to_string(r.n_gen),
           r.test_time, fmt("%.0f", mean(ns)), fmt("%.0f", stddev(ns)), fmt("%.6f", mean(ts)),
           fmt("%.6f", stddev(ts)), std::to_string(r.bytes_per_token),
-          fmt("%.3f", r.roof_bytes_per_sec / 1e9), fmt("%.4f", r.roof_fraction())};
+          fmt("%.3f", r.roof_bytes_per_sec / 1e9), fmt("%.4f", r.roof_fraction()),
+          std::to_string(r.n_seq), std::to_string(r.n_depth)};
 }
 
 std::string json_escape(const std::string& s) {
@@ -105,11 +110,11 @@ std::string json_object(const BenchRow& r, const char* sep) {
 class Markdown : public BenchPrinter {
  public:
   void header() override {
-    std::printf("| %-30s | %10s | %10s | %-12s | %7s | %15s | %20s | %8s | %9s | %7s |\n", "model", "size",
+    std::printf("| %-30s | %10s | %10s | %-12s | %7s | %17s | %20s | %8s | %9s | %7s |\n", "model", "size",
                 "params", "backend", "threads", "test", "t/s", "GB/s", "read GB/s", "of roof");
     std::printf("| %s | %s: | %s: | %s | %s: | %s: | %s: | %s: | %s: | %s: |\n", std::string(30, '-').c_str(),
                 std::string(9, '-').c_str(), std::string(9, '-').c_str(), std::string(12, '-').c_str(),
-                std::string(6, '-').c_str(), std::string(14, '-').c_str(), std::string(19, '-').c_str(),
+                std::string(6, '-').c_str(), std::string(16, '-').c_str(), std::string(19, '-').c_str(),
                 std::string(7, '-').c_str(), std::string(8, '-').c_str(), std::string(6, '-').c_str());
   }
   void row(const BenchRow& r) override {
@@ -121,7 +126,7 @@ class Markdown : public BenchPrinter {
     const std::string roof = r.roof_bytes_per_sec > 0 ? fmt("%.2f", r.roof_bytes_per_sec / 1e9) : "";
     const std::string frac = decode && r.roof_bytes_per_sec > 0 ? fmt("%.2f", r.roof_fraction()) : "";
     // "±" is two bytes and one column: printf's width counts bytes.
-    std::printf("| %-30s | %10s | %10s | %-12s | %7d | %15s | %21s | %8s | %9s | %7s |\n",
+    std::printf("| %-30s | %10s | %10s | %-12s | %7d | %17s | %21s | %8s | %9s | %7s |\n",
                 r.model_type.c_str(), fmt("%.2f GiB", double(r.model_size) / (1 << 30)).c_str(),
                 params.c_str(), r.kernel.c_str(), r.n_threads, test_name(r).c_str(), ts.c_str(),
                 gbs.c_str(), roof.c_str(), frac.c_str());

@@ -12,11 +12,15 @@ struct BenchRow {
   std::string model_filename, model_type, kernel, test_time;
   int64_t model_size = 0, model_n_params = 0;
   int n_threads = 0, n_prompt = 0, n_gen = 0;
+  // llama-batched-bench's runs (tern bench -npl): n_seq sequences at once,
+  // each n_prompt tokens of prompt, or n_gen tokens generated after n_depth
+  // of prompt; the rate is over all of them.
+  int n_seq = 1, n_depth = 0;
   std::vector<int64_t> samples_ns;  // one per repetition
   int64_t bytes_per_token = 0;      // tg only: what one decode token reads; 0 otherwise
   double roof_bytes_per_sec = 0;    // plain read bandwidth, same run and threads; 0: not measured
 
-  int tokens() const { return n_prompt + n_gen; }
+  int tokens() const { return (n_prompt + n_gen) * n_seq; }
   double avg_ts() const;  // mean of the per-sample tokens per second
   double stddev_ts() const;
   // tg only: decode bytes per second over the roof (0 when unknown).

@@ -1,7 +1,10 @@
 // llama-bench's flags and output (-m, -p, -n, -pg, -t, -r, -o md|csv|json|
 // jsonl) for tern: prompt processing (pp) of a batch of random tokens, text
 // generation (tg) one token at a time, and both (pg), each from an empty
-// KV cache after one warm-up run. Beside llama-bench's columns tern prints
+// KV cache after one warm-up run. With -npl, llama-batched-bench's runs as
+// well: N sequences at once, each a -p prompt (all N in one batch), then
+// -n tokens each, a batch of N tokens per step; rows "ppP xN" and
+// "tgT @ dP xN" give the aggregate tokens per second. Beside llama-bench's columns tern prints
 // what makes a decode figure comparable across machines: the bytes one
 // token reads, the plain read bandwidth measured in the same run on the
 // same threads (the roof), and the fraction of it the decode reached.
@@ -32,6 +35,7 @@ struct BenchOptions {
   std::vector<int> n_gen{128};
   std::vector<std::string> pg;  // "pp,tg" pairs
   std::vector<int> threads;     // empty: all cores
+  std::vector<int> npl;         // -npl: sequences at once, llama-batched-bench's runs
   int reps = 5;
   std::string output = "md";
   std::string kernel;
@@ -100,6 +104,29 @@ void run_once(Context& m, const std::vector<int32_t>& toks, int n_prompt, int n_
               false);
 }
 
+// One llama-batched-bench run from an empty cache: n_seq prompts of
+// n_prompt tokens in one batch (each sequence's last token asks for
+// logits), then n_gen steps of one token per sequence. Returns the seconds
+// of each phase.
+std::pair<double, double> run_batched(Context& ctx, const std::vector<int32_t>& toks, int n_seq, int n_prompt,
+                                      int n_gen) {
+  for (int s = 0; s < n_seq; ++s) ctx.seq_remove(s);
+  const auto token = [&](int s, int i) { return toks[size_t(s * 7919 + i) % toks.size()]; };
+  std::vector<BatchToken> batch;
+  for (int s = 0; s < n_seq; ++s)
+    for (int i = 0; i < n_prompt; ++i) batch.push_back({token(s, i), s, i, i + 1 == n_prompt});
+  double t0 = now();
+  if (!batch.empty()) ctx.decode(batch);
+  const double pp = now() - t0;
+  t0 = now();
+  for (int j = 0; j < n_gen; ++j) {
+    batch.clear();
+    for (int s = 0; s < n_seq; ++s) batch.push_back({token(s, n_prompt + j), s, n_prompt + j, true});
+    ctx.decode(batch);
+  }
+  return {pp, now() - t0};
+}
+
 std::pair<int, int> parse_pg(const std::string& s) {
   const size_t comma = s.find(',');
   try {
@@ -123,11 +150,20 @@ void run_bench(const BenchOptions& o) {
     if (n > 0) tests.push_back({0, n});
   for (const std::string& s : o.pg) tests.push_back(parse_pg(s));
   if (tests.empty()) throw Error("bench: no test to run (every -p, -n and -pg count is 0)");
-  int ctx = 1, batch = 1;
+  int ctx = 1, batch = 1, max_seqs = 1;
   for (auto [p, n] : tests) {
     ctx = std::max(ctx, p + n);
     batch = std::max(batch, std::min(p, 512));
   }
+  // -npl: every -p prompt with every -n count, at each number of sequences.
+  const int longest_p = *std::max_element(o.n_prompt.begin(), o.n_prompt.end());
+  const int longest_n = *std::max_element(o.n_gen.begin(), o.n_gen.end());
+  for (int b : o.npl) {
+    max_seqs = std::max(max_seqs, b);
+    batch = std::max(batch, std::min(b * std::max(longest_p, 1), 512));
+  }
+  const int seq_len = std::max(ctx, longest_p + longest_n);  // what the header check below needs
+  const int cache = o.npl.empty() ? ctx : std::max(ctx, max_seqs * seq_len);
   const std::vector<std::string> models = o.models.empty() ? std::vector<std::string>{""} : o.models;
   // Every model's context is checked from its header before the table
   // starts, so a test too long for any of them prints no partial results.
@@ -137,9 +173,9 @@ void run_bench(const BenchOptions& o) {
     const std::string arch = f.get("general.architecture").as_string("general.architecture");
     const std::string key = arch + ".context_length";
     const uint64_t trained = f.get(key).as_uint(key);
-    if (uint64_t(ctx) > trained)
-      throw file_error(path, "a bench test needs " + std::to_string(ctx) + " positions; the model's context is " +
-                                 std::to_string(trained));
+    if (uint64_t(seq_len) > trained)
+      throw file_error(path, "a bench test needs " + std::to_string(seq_len) +
+                                 " positions; the model's context is " + std::to_string(trained));
   }
   std::unique_ptr<BenchPrinter> out = make_bench_printer(o.output);
   out->header();
@@ -152,9 +188,10 @@ void run_bench(const BenchOptions& o) {
     run.float_act = o.float_act;
     std::unique_ptr<Model> model = open_model(run);
     const Config& c = model->config();
-    ContextOptions co = context_options(run);
-    co.ctx = ctx;
+    ContextOptions co = context_options(run, *model);
+    co.ctx = cache;
     co.max_batch = batch;
+    co.max_seqs = max_seqs;
     const std::vector<int32_t> toks = random_tokens(ctx, c.vocab_size);
     BenchRow row;
     row.model_filename = model->file().path();
@@ -190,6 +227,31 @@ void run_bench(const BenchOptions& o) {
         if (p == 0) row.bytes_per_token = per_token + (context.kv_bytes_at(0) + context.kv_bytes_at(n - 1)) / 2;
         out->row(row);
       }
+      for (int b : o.npl)
+        for (int p : o.n_prompt)
+          for (int n : o.n_gen) {
+            if (p + n == 0) continue;
+            run_batched(context, toks, b, p, n);  // warm-up
+            BenchRow pp = row, tg = row;
+            pp.n_seq = tg.n_seq = b;
+            pp.n_prompt = p;
+            pp.n_gen = tg.n_prompt = 0;
+            pp.bytes_per_token = 0;
+            tg.n_gen = n;
+            tg.n_depth = p;
+            pp.test_time = tg.test_time = iso_time();
+            pp.samples_ns.clear();
+            tg.samples_ns.clear();
+            for (int r = 0; r < o.reps; ++r) {
+              const auto [tp, tt] = run_batched(context, toks, b, p, n);
+              pp.samples_ns.push_back(int64_t(tp * 1e9));
+              tg.samples_ns.push_back(int64_t(tt * 1e9));
+            }
+            // A step reads the weights once and each sequence's cache, positions p .. p + n - 1.
+            tg.bytes_per_token = per_token / b + (context.kv_bytes_at(p) + context.kv_bytes_at(p + n - 1)) / 2;
+            if (p > 0) out->row(pp);
+            if (n > 0) out->row(tg);
+          }
     }
   }
   out->footer();
@@ -212,6 +274,11 @@ void add_bench(CLI::App& app) {
   cmd->add_option("-t,--threads", o->threads, "thread counts, comma-separated (default: all cores)")
       ->delimiter(',')
       ->check(CLI::Range(1, 1024));
+  cmd->add_option("--npl", o->npl,
+                  "also llama-batched-bench's runs (also -npl): N sequences at once, each a -p prompt, then -n "
+                  "tokens; comma-separated N")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 256));
   cmd->add_option("-r,--repetitions", o->reps, "repetitions of each test (default 5)")
       ->check(CLI::Range(1, 1000));
   cmd->add_option("-o,--output", o->output, "output format (default md)")
