@@ -28,8 +28,18 @@ class Sampler {
   explicit Sampler(const SamplerParams& p);
   int32_t sample(std::span<const float> logits);
 
+  // The distribution sample() draws from: its candidates and their
+  // probabilities, which sum to 1 (greedy: the most likely token alone).
+  // Speculative decoding compares the target's and the draft's.
+  using Dist = std::vector<std::pair<int32_t, double>>;
+  void distribution(std::span<const float> logits, Dist& out);
+  // One draw from a distribution (of the same form), and a uniform [0, 1)
+  // of the sampler's stream.
+  int32_t draw(const Dist& d);
+  double uniform();
+
  private:
-  double uniform();  // [0, 1)
+  int candidates(std::span<const float> logits, std::vector<double>& prob);
   SamplerParams p_;
   uint64_t state_;
   std::vector<std::pair<float, int32_t>> cand_;
@@ -40,12 +50,16 @@ struct GenerateStats {
   double prompt_seconds = 0, gen_seconds = 0;
   bool hit_eos = false;  // stopped at an end-of-generation token
   int n_past = 0;        // positions the KV cache holds after the call
+  int n_drafted = 0, n_accepted = 0;  // speculative decoding: draft tokens verified, and accepted
 };
+
+class Drafter;
 
 struct GenerateOptions {
   int n_predict = 128;
   bool ignore_eos = false;     // end-of-generation tokens are never sampled (as llama-cli)
   bool parse_special = true;   // special-token text in the prompt is the special token
+  Drafter* drafter = nullptr;  // speculative decoding (tern/speculative.h); null: a token per step
 };
 
 using TextSink = std::function<void(const std::string&)>;
@@ -62,9 +76,11 @@ GenerateStats generate(Context& ctx, const Tokenizer& tok, std::string_view prom
 // sampled ids (without a final end-of-generation token) are appended to
 // `out` when it is given; the cache then holds n_past positions (the last
 // sampled id is not fed when the call stops at n_predict).
+// `before` is what the cache holds (positions [0, pos)), which a drafter
+// needs to see (for lookup, and to keep a draft model's cache in step).
 GenerateStats continue_from(Context& ctx, const Tokenizer& tok, std::span<const int32_t> ids, int pos,
                             const GenerateOptions& o, Sampler& sampler, const TextSink& on_text,
-                            std::vector<int32_t>* out);
+                            std::vector<int32_t>* out, std::span<const int32_t> before = {});
 
 // How one sequence ended (OpenAI's finish_reason): at an end-of-generation
 // token, at n_predict or the context's end, or refused before it ran.

@@ -63,7 +63,8 @@ ChatTurn ChatSession::reply(const std::string& user, Sampler& sampler, const Tex
   g.n_predict = o_.gen.n_predict > 0 ? o_.gen.n_predict : ctx;
   std::vector<int32_t> out;
   const std::span<const int32_t> fresh(ids.data() + p, ids.size() - p);
-  turn.stats = continue_from(ctx_, tok_, fresh, int(p), g, sampler, on_text, &out);
+  turn.stats = continue_from(ctx_, tok_, fresh, int(p), g, sampler, on_text, &out,
+                             std::span<const int32_t>(ids.data(), p));
   turn.n_fed = int(fresh.size());
   cached_ = ids;
   cached_.insert(cached_.end(), out.begin(), out.end());

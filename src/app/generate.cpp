@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "speculative_loop.h"
 #include "streams.h"
 #include "tern/clock.h"
 #include "tern/error.h"
@@ -19,7 +20,7 @@ GenerateStats generate(Context& ctx, const Tokenizer& tok, std::string_view prom
 
 GenerateStats continue_from(Context& ctx, const Tokenizer& tok, std::span<const int32_t> ids, int pos,
                             const GenerateOptions& o, Sampler& sampler, const TextSink& on_text,
-                            std::vector<int32_t>* out) {
+                            std::vector<int32_t>* out, std::span<const int32_t> before) {
   GenerateStats st;
   st.n_prompt = int(ids.size());
   const int n_ctx = ctx.n_ctx();
@@ -30,10 +31,20 @@ GenerateStats continue_from(Context& ctx, const Tokenizer& tok, std::span<const 
   std::span<const float> logits = ctx.forward(ids, pos, false);
   st.prompt_seconds = seconds_since(t0);
 
+  t0 = std::chrono::steady_clock::now();
+  if (o.drafter) {
+    if (before.size() != size_t(pos))
+      throw Error("continue_from: a drafter needs the " + std::to_string(pos) + " tokens before the new ones");
+    std::vector<int32_t> history(before.begin(), before.end());
+    history.insert(history.end(), ids.begin(), ids.end());
+    speculate(ctx, tok, o, sampler, on_text, out, std::move(history), logits, st);
+    st.gen_seconds = seconds_since(t0);
+    st.n_past = ctx.seq_length(0);
+    return st;
+  }
   std::vector<float> masked;
   Utf8Stream utf8;
   pos += st.n_prompt;
-  t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < o.n_predict; ++i) {
     const int32_t next = sample_next(sampler, logits, tok, o.ignore_eos, masked);
     if (tok.is_eog(next)) {

@@ -17,19 +17,39 @@ double Sampler::uniform() {
   return double(z >> 11) * 0x1.0p-53;
 }
 
+namespace {
+
+// Ties broken by id so the order never depends on the sort implementation.
+bool better(const std::pair<float, int32_t>& a, const std::pair<float, int32_t>& b) {
+  return a.first > b.first || (a.first == b.first && a.second < b.second);
+}
+
+}  // namespace
+
 int32_t Sampler::sample(std::span<const float> logits) {
-  const int n = int(logits.size());
   if (p_.temp <= 0) return int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
+  std::vector<double> prob;
+  const int keep = candidates(logits, prob);
+  double kept = 0;
+  for (int i = 0; i < keep; ++i) kept += prob[size_t(i)];
+  double u = uniform() * kept;
+  for (int i = 0; i < keep; ++i) {
+    u -= prob[size_t(i)];
+    if (u < 0) return cand_[size_t(i)].second;
+  }
+  return cand_[size_t(keep - 1)].second;
+}
+
+// Top-k by logit, then temperature softmax weights (unnormalized) in prob,
+// then top-p: returns how many of cand_ are kept.
+int Sampler::candidates(std::span<const float> logits, std::vector<double>& prob) {
+  const int n = int(logits.size());
   cand_.resize(size_t(n));
   for (int i = 0; i < n; ++i) cand_[size_t(i)] = {logits[size_t(i)], i};
-  // Ties broken by id so the order never depends on the sort implementation.
-  auto better = [](const auto& a, const auto& b) {
-    return a.first > b.first || (a.first == b.first && a.second < b.second);
-  };
   const int k = p_.top_k > 0 ? std::min(p_.top_k, n) : n;
   std::partial_sort(cand_.begin(), cand_.begin() + k, cand_.end(), better);
   cand_.resize(size_t(k));
-  std::vector<double> prob(static_cast<size_t>(k));
+  prob.assign(size_t(k), 0.0);
   double sum = 0;
   for (int i = 0; i < k; ++i) {
     prob[size_t(i)] = std::exp(double(cand_[size_t(i)].first - cand_[0].first) / p_.temp);
@@ -46,14 +66,30 @@ int32_t Sampler::sample(std::span<const float> logits) {
       }
     }
   }
+  return keep;
+}
+
+void Sampler::distribution(std::span<const float> logits, Dist& out) {
+  out.clear();
+  if (p_.temp <= 0) {
+    out.push_back({int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin()), 1.0});
+    return;
+  }
+  std::vector<double> prob;
+  const int keep = candidates(logits, prob);
   double kept = 0;
   for (int i = 0; i < keep; ++i) kept += prob[size_t(i)];
-  double u = uniform() * kept;
-  for (int i = 0; i < keep; ++i) {
-    u -= prob[size_t(i)];
-    if (u < 0) return cand_[size_t(i)].second;
+  for (int i = 0; i < keep; ++i) out.push_back({cand_[size_t(i)].second, prob[size_t(i)] / kept});
+}
+
+int32_t Sampler::draw(const Dist& d) {
+  if (d.size() == 1) return d[0].first;
+  double u = uniform();
+  for (const auto& [id, p] : d) {
+    u -= p;
+    if (u < 0) return id;
   }
-  return cand_[size_t(keep - 1)].second;
+  return d.back().first;
 }
 
 }  // namespace tern

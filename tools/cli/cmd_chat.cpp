@@ -18,6 +18,7 @@ struct ChatCliOptions {
   SamplingOptions sampling;
   std::string chat_template;
   bool verbose_prompt = false;
+  SpeculativeCli speculative;
 };
 
 void run_chat(const ChatCliOptions& o) {
@@ -26,8 +27,11 @@ void run_chat(const ChatCliOptions& o) {
   Tokenizer tok(model->file());
   print_notes(tok, path);
   Context ctx(*model, context_options(o.run, *model));
-  ChatSession session(ctx, tok, choose_template(o.chat_template, tok, path), o.chat);
   const SamplerParams sp = sampler_params(o.sampling);
+  const DraftSetup draft = open_drafter(o.speculative, o.run, *model, tok, ctx.n_ctx(), sp);
+  ChatOptions chat = o.chat;
+  chat.gen.drafter = draft.drafter.get();
+  ChatSession session(ctx, tok, choose_template(o.chat_template, tok, path), chat);
   Sampler sampler(sp);
   const bool tty = isatty(STDIN_FILENO);
   std::fprintf(stderr, "tern: %s, kernel %s, %d threads, context %d, seed %llu\n", path.c_str(),
@@ -35,7 +39,7 @@ void run_chat(const ChatCliOptions& o) {
                static_cast<unsigned long long>(sp.seed));
   if (tty) std::fprintf(stderr, "tern: one message per line; Ctrl-D ends the conversation\n");
 
-  int turns = 0, generated = 0;
+  int turns = 0, generated = 0, drafted = 0, accepted = 0;
   double gen_seconds = 0;
   std::string line;
   while (true) {
@@ -63,9 +67,12 @@ void run_chat(const ChatCliOptions& o) {
     ++turns;
     generated += t.stats.n_generated;
     gen_seconds += t.stats.gen_seconds;
+    drafted += t.stats.n_drafted;
+    accepted += t.stats.n_accepted;
   }
   std::fprintf(stderr, "tern: %d turns, %d tokens generated (%.2f tok/s)\n", turns, generated,
                generated / std::max(gen_seconds, 1e-9));
+  print_speculative(draft, drafted, accepted);
 }
 
 }  // namespace
@@ -82,6 +89,7 @@ void add_chat(CLI::App& app) {
   cmd->add_flag("--verbose-prompt", o->verbose_prompt, "print the rendered prompt on stderr");
   cmd->add_flag("--ignore-eos", o->chat.gen.ignore_eos, "never stop at end-of-generation tokens");
   add_sampling_options(*cmd, o->sampling);
+  add_speculative_options(*cmd, o->speculative);
   cmd->callback([o] { run_chat(*o); });
 }
 

@@ -25,6 +25,7 @@ struct Options {
   SamplingOptions sampling;
   int parallel = 1;
   std::string prompts_file, output;
+  SpeculativeCli speculative;
 };
 
 // Prompts files are data sets: 1 GiB is only there to stop /dev/zero.
@@ -46,8 +47,11 @@ void print_header(const Model& model, const Context& ctx, const SamplerParams& s
 
 void run_one(const Model& model, const Tokenizer& tok, const Options& o, const SamplerParams& sp) {
   Context ctx = open_context(model, o, 64);
+  const DraftSetup draft = open_drafter(o.speculative, o.run, model, tok, ctx.n_ctx(), sp);
   Sampler sampler(sp);
-  const GenerateStats st = generate(ctx, tok, o.prompt, o.gen, sampler, [](const std::string& text) {
+  GenerateOptions g = o.gen;
+  g.drafter = draft.drafter.get();
+  const GenerateStats st = generate(ctx, tok, o.prompt, g, sampler, [](const std::string& text) {
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
   });
@@ -60,6 +64,7 @@ void run_one(const Model& model, const Tokenizer& tok, const Options& o, const S
                st.n_prompt / std::max(st.prompt_seconds, 1e-9));
   std::fprintf(stderr, "generation: %d tokens in %.3f s (%.2f tok/s)%s\n", st.n_generated, st.gen_seconds,
                st.n_generated / std::max(st.gen_seconds, 1e-9), st.hit_eos ? ", stopped at end of generation" : "");
+  print_speculative(draft, st.n_drafted, st.n_accepted);
 }
 
 void run_parallel(const Model& model, const Tokenizer& tok, const Options& o, const SamplerParams& sp) {
@@ -180,6 +185,8 @@ void run_generate(const Options& o) {
     throw Error(o.prompt.empty() ? "generate: give a prompt (-p) or a prompts file (--prompts-file)"
                                  : "generate: -p and --prompts-file exclude each other");
   if (!o.output.empty() && o.prompts_file.empty()) throw Error("generate: --output is for --prompts-file");
+  if (o.speculative.on() && (o.parallel > 1 || !o.prompts_file.empty()))
+    throw Error("generate: speculative decoding (--model-draft, --lookup) runs one sequence, not -np or --prompts-file");
   std::unique_ptr<Model> model = open_model(o.run);
   Tokenizer tok(model->file());
   print_notes(tok, model->file().path());
@@ -210,6 +217,7 @@ void add_generate(CLI::App& app) {
   cmd->add_flag("--ignore-eos", o->gen.ignore_eos, "never stop at end-of-generation tokens");
   cmd->add_flag("--no-parse-special", o->no_parse_special, "special-token text in the prompt stays text");
   add_sampling_options(*cmd, o->sampling);
+  add_speculative_options(*cmd, o->speculative);
   cmd->callback([o] { run_generate(*o); });
 }
 

@@ -9,6 +9,7 @@
 #include "tern/generate.h"
 #include "tern/context.h"
 #include "tern/model.h"
+#include "tern/speculative.h"
 #include "tern/tokenizer.h"
 
 namespace tern::cli {
@@ -53,6 +54,26 @@ struct SamplingOptions {
 };
 void add_sampling_options(CLI::App& cmd, SamplingOptions& o);
 SamplerParams sampler_params(const SamplingOptions& o);
+// Speculative decoding's flags (generate, chat): -md, --draft-max,
+// --draft-min, --lookup; and what they set up for a target model.
+struct SpeculativeCli {
+  std::string model_draft;
+  SpeculativeOptions spec;
+  bool on() const { return !model_draft.empty() || spec.lookup; }
+};
+void add_speculative_options(CLI::App& cmd, SpeculativeCli& o);
+struct DraftSetup {
+  std::unique_ptr<Model> model;    // -md's, if given
+  std::unique_ptr<Context> ctx;    // over it, as long as the target's context
+  std::unique_ptr<Drafter> drafter;
+};
+// Null drafter when no flag asks for one; throws for a draft model whose
+// vocabulary is not the target's.
+DraftSetup open_drafter(const SpeculativeCli& o, const RunOptions& run, const Model& target,
+                        const Tokenizer& target_tok, int n_ctx, const SamplerParams& sp);
+// "speculative: N drafted, M accepted (acceptance F)" on stderr, when drafts ran.
+void print_speculative(const DraftSetup& d, int drafted, int accepted);
+
 // The tokenizer's load-time notes, one stderr line each.
 void print_notes(const Tokenizer& tok, const std::string& path);
 

@@ -136,6 +136,42 @@ SamplerParams sampler_params(const SamplingOptions& o) {
   return p;
 }
 
+void add_speculative_options(CLI::App& cmd, SpeculativeCli& o) {
+  cmd.add_option("--model-draft", o.model_draft,
+                 "speculative decoding with this draft model (also -md; its vocabulary must be the model's)");
+  cmd.add_flag("--lookup", o.spec.lookup,
+               "speculative decoding without a draft model: drafts copied from earlier text of the sequence");
+  cmd.add_option("--draft-max", o.spec.draft_max, "tokens per draft (default 8)")->check(CLI::Range(1, 256));
+  cmd.add_option("--draft-min", o.spec.draft_min, "shorter drafts are not verified (default 0)")
+      ->check(CLI::Range(0, 256));
+}
+
+DraftSetup open_drafter(const SpeculativeCli& o, const RunOptions& run, const Model& target,
+                        const Tokenizer& target_tok, int n_ctx, const SamplerParams& sp) {
+  DraftSetup d;
+  if (!o.on()) return d;
+  if (!o.model_draft.empty() && o.spec.lookup) throw Error("--model-draft and --lookup exclude each other");
+  if (!o.model_draft.empty()) {
+    RunOptions r = run;
+    r.model = o.model_draft;
+    d.model = open_model(r);
+    const Tokenizer draft_tok(d.model->file());
+    check_same_vocabulary(target, target_tok, *d.model, draft_tok);
+    ContextOptions co = context_options(r, *d.model);
+    co.ctx = n_ctx;
+    d.ctx = std::make_unique<Context>(*d.model, co);
+  }
+  d.drafter = std::make_unique<Drafter>(d.ctx.get(), o.spec, sp);
+  return d;
+}
+
+void print_speculative(const DraftSetup& d, int drafted, int accepted) {
+  if (!d.drafter) return;
+  std::fprintf(stderr, "speculative (%s, up to %d tokens a draft): %d drafted, %d accepted (acceptance %.3f)\n",
+               d.model ? printable(d.model->file().path()).c_str() : "lookup", d.drafter->options().draft_max,
+               drafted, accepted, drafted ? double(accepted) / drafted : 0.0);
+}
+
 void print_notes(const Tokenizer& tok, const std::string& path) {
   for (const std::string& n : tok.notes()) std::fprintf(stderr, "tern: %s: %s\n", printable(path).c_str(), printable(n).c_str());
 }
