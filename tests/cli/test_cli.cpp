@@ -8,22 +8,13 @@
 #include "support/test_env.h"
 
 namespace fs = std::filesystem;
+using tern::test::expect_one_line_error;
 using tern::test::quote;
 
 namespace {
 
 // The tiny int8-mode model the make_test_models fixture packed with the CLI.
 std::string model_path() { return (tern::test::test_models() / "bitnet" / "tq2_0.gguf").string(); }
-
-int lines(const std::string& s) { return int(std::count(s.begin(), s.end(), '\n')); }
-
-// The error contract: non-zero exit, exactly one line on stderr, mentioning `what`.
-void expect_one_line_error(const tern::test::RunResult& r, const std::string& what) {
-  EXPECT_NE(r.exit_code, 0);
-  EXPECT_LT(r.exit_code, 128) << "killed by a signal";
-  EXPECT_EQ(lines(r.err), 1) << r.err;
-  EXPECT_NE(r.err.find(what), std::string::npos) << r.err;
-}
 
 // Each test gets its own directory for inputs it writes and captured output.
 class Cli : public ::testing::Test {

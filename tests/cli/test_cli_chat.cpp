@@ -9,6 +9,7 @@
 #include "support/test_env.h"
 
 namespace fs = std::filesystem;
+using tern::test::expect_one_line_error;
 using tern::test::quote;
 
 namespace {
@@ -45,13 +46,6 @@ class CliChat : public ::testing::Test {
   }
   const fs::path dir_ = tern::test::test_dir();
 };
-
-void expect_one_line_error(const tern::test::RunResult& r, const std::string& what) {
-  EXPECT_NE(r.exit_code, 0);
-  EXPECT_LT(r.exit_code, 128) << "killed by a signal";
-  EXPECT_EQ(lines(r.err), 1) << r.err;
-  EXPECT_NE(r.err.find(what), std::string::npos) << r.err;
-}
 
 std::string ids_text(const std::vector<int32_t>& ids) {
   std::string s = "[";

@@ -10,6 +10,7 @@
 #include "support/test_env.h"
 
 namespace fs = std::filesystem;
+using tern::test::expect_one_line_error;
 using tern::test::quote;
 
 namespace {
@@ -42,13 +43,6 @@ class CliParallel : public ::testing::Test {
 std::string as_json_text(const std::string& s) {
   return nlohmann::json::parse(nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace))
       .get<std::string>();
-}
-
-void expect_one_line_error(const tern::test::RunResult& r, const std::string& what) {
-  EXPECT_NE(r.exit_code, 0);
-  EXPECT_LT(r.exit_code, 128) << "killed by a signal";
-  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-  EXPECT_NE(r.err.find(what), std::string::npos) << r.err;
 }
 
 TEST_F(CliParallel, ContinuationsAreBlocksOfTheTextsOfSuccessiveSeeds) {

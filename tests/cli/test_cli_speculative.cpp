@@ -4,6 +4,7 @@
 
 #include "support/test_env.h"
 
+using tern::test::expect_one_line_error;
 using tern::test::quote;
 
 namespace {
@@ -17,13 +18,6 @@ class CliSpeculative : public ::testing::Test {
   }
   const std::filesystem::path dir_ = tern::test::test_dir();
 };
-
-void expect_one_line_error(const tern::test::RunResult& r, const std::string& what) {
-  EXPECT_NE(r.exit_code, 0);
-  EXPECT_LT(r.exit_code, 128) << "killed by a signal";
-  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-  EXPECT_NE(r.err.find(what), std::string::npos) << r.err;
-}
 
 TEST_F(CliSpeculative, GreedyTextIsUnchangedAndTheAcceptanceIsReported) {
   const std::string gen = "generate -m " + model("bitnet/tq2_0.gguf") + " -p 'In the beginning' -n 48 --temp 0";

@@ -3,6 +3,7 @@
 #pragma once
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <cstdlib>
@@ -66,6 +67,15 @@ inline RunResult run(const std::string& cmd, const std::string& tag,
 inline RunResult tern_cli(const std::string& args, const std::string& tag,
                           const std::filesystem::path& dir) {
   return run(quote(TERN_EXE) + " " + args, tag, dir);
+}
+
+// The error contract of the binary: a non-zero exit that is no signal,
+// exactly one line on stderr, mentioning `what`.
+inline void expect_one_line_error(const RunResult& r, const std::string& what) {
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_LT(r.exit_code, 128) << "killed by a signal";
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find(what), std::string::npos) << r.err;
 }
 
 inline std::string python() { return "/usr/bin/python3"; }
