@@ -145,9 +145,12 @@ struct PerplexityResult {
 // n_ctx tokens, each chunk's first token replaced by `bos` (kept as it is
 // when bos < 0), and the second half of each chunk scored.
 // max_chunks < 0 means all. on_chunk gets (chunk index from 1, running ppl).
-PerplexityResult perplexity(const Model& model, const ContextOptions& co, const std::vector<int32_t>& tokens, int32_t bos,
-                            int n_ctx, int max_chunks,
-                            const std::function<void(int, double)>& on_chunk);
+// As llama-perplexity's n_seq, n_batch / n_ctx chunks (at least one) run
+// as sequences of one batch; the figures do not depend on it, as a token's
+// logits are the same in any batch. co gives the threads and cache types.
+PerplexityResult perplexity(const Model& model, const ContextOptions& co, const std::vector<int32_t>& tokens,
+                            int32_t bos, int n_ctx, int max_chunks,
+                            const std::function<void(int, double)>& on_chunk, int n_batch = 2048);
 
 // The packed-lines protocol of Fairy2i-W2's evaluation (eval/eval_ppl.py,
 // eval_utils.py), so its published figures can be reproduced: `items` are

@@ -42,32 +42,46 @@ struct NllSum {
 
 }  // namespace
 
-PerplexityResult perplexity(const Model& model, const ContextOptions& co, const std::vector<int32_t>& tokens, int32_t bos,
-                            int n_ctx, int max_chunks,
-                            const std::function<void(int, double)>& on_chunk) {
+PerplexityResult perplexity(const Model& model, const ContextOptions& co, const std::vector<int32_t>& tokens,
+                            int32_t bos, int n_ctx, int max_chunks,
+                            const std::function<void(int, double)>& on_chunk, int n_batch) {
   if (n_ctx < 4) throw Error("context must be at least 4 tokens for perplexity");
   if (tokens.size() < size_t(2) * n_ctx)
     throw Error("the text has " + std::to_string(tokens.size()) + " tokens; perplexity with a context of " +
                 std::to_string(n_ctx) + " needs at least " + std::to_string(2 * n_ctx));
   int n_chunks = int(tokens.size() / size_t(n_ctx));
   if (max_chunks >= 0) n_chunks = std::min(n_chunks, max_chunks);
+  const int n_seq = std::clamp(n_batch / n_ctx, 1, n_chunks);
   ContextOptions o = co;
-  o.ctx = o.max_batch = n_ctx;
+  o.ctx = n_ctx * n_seq;
+  o.max_seqs = n_seq;
+  o.max_batch = std::min(n_ctx * n_seq, std::max(n_ctx, 512));
   Context ctx(model, o);
   const size_t V = size_t(model.config().vocab_size);
   const int first = n_ctx / 2;
   PerplexityResult r;
   NllSum sum;
   auto t0 = std::chrono::steady_clock::now();
-  std::vector<int32_t> chunk(static_cast<size_t>(n_ctx));
-  for (int c = 0; c < n_chunks; ++c) {
-    const size_t start = size_t(c) * n_ctx;
-    std::copy_n(tokens.begin() + start, n_ctx, chunk.begin());
-    if (bos >= 0) chunk[0] = bos;
-    std::span<const float> logits = ctx.forward(chunk, 0, true);
-    for (int i = first; i < n_ctx - 1; ++i)
-      sum.add(log_prob(logits.data() + size_t(i) * V, V, tokens[start + i + 1]));
-    if (on_chunk) on_chunk(c + 1, std::exp(sum.nll / double(sum.scored)));
+  std::vector<BatchToken> batch;
+  for (int c0 = 0; c0 < n_chunks; c0 += n_seq) {
+    const int seqs = std::min(n_seq, n_chunks - c0);
+    batch.clear();
+    for (int s = 0; s < seqs; ++s) {
+      ctx.seq_remove(s);
+      const size_t start = size_t(c0 + s) * n_ctx;
+      for (int i = 0; i < n_ctx; ++i) {
+        const int32_t t = i == 0 && bos >= 0 ? bos : tokens[start + size_t(i)];
+        batch.push_back({t, s, i, i >= first && i < n_ctx - 1});  // the scored predictions only
+      }
+    }
+    const std::span<const float> logits = ctx.decode(batch);
+    size_t row = 0;
+    for (int s = 0; s < seqs; ++s) {
+      const size_t start = size_t(c0 + s) * n_ctx;
+      for (int i = first; i < n_ctx - 1; ++i, ++row)
+        sum.add(log_prob(logits.data() + row * V, V, tokens[start + size_t(i) + 1]));
+      if (on_chunk) on_chunk(c0 + s + 1, std::exp(sum.nll / double(sum.scored)));
+    }
   }
   r.n_chunks = n_chunks;
   r.seconds = seconds_since(t0);

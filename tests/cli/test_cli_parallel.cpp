@@ -135,3 +135,24 @@ TEST_F(CliParallel, BenchNplRowsHaveTheirSequenceCounts) {
 }
 
 }  // namespace
+
+namespace {
+
+// llama-perplexity's n_seq: chunks shorter than -b run as sequences of one
+// batch, and every figure is the same as one chunk at a time.
+TEST(CliPerplexityBatches, ChunksAsSequencesGiveTheSameFigures) {
+  const auto dir = tern::test::test_dir();
+  const std::string text = quote(tern::test::source("models/revelation.txt"));
+  for (const char* model : {"bitnet/tq2_0.gguf", "ternary/tq1_0.gguf"}) {
+    const std::string args = "perplexity -m " + quote((tern::test::test_models() / model).string()) + " -f " + text +
+                             " -c 64 --chunks 12";
+    auto one = tern::test::tern_cli(args + " -b 1", "one", dir), many = tern::test::tern_cli(args, "many", dir),
+         some = tern::test::tern_cli(args + " -b 300", "some", dir);
+    ASSERT_EQ(one.exit_code, 0) << one.err;
+    EXPECT_NE(one.out.find("[12]"), std::string::npos) << one.out;
+    EXPECT_EQ(many.out, one.out) << model;
+    EXPECT_EQ(some.out, one.out) << model;
+  }
+}
+
+}  // namespace

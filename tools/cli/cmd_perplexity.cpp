@@ -16,6 +16,7 @@ struct PerplexityOptions {
   RunOptions run;
   std::string text_file;
   int chunks = -1;
+  int batch = 2048;  // -b: chunks per batch are batch / ctx, as llama-perplexity's n_seq
   bool packed_lines = false;
 };
 
@@ -59,7 +60,7 @@ void run_perplexity(PerplexityOptions o) {
     } else {
       const std::vector<int32_t> tokens = tok.encode(text, eo);
       n_tokens = tokens.size();
-      r = perplexity(*model, co, tokens, tok.adds_bos() ? tok.bos() : -1, ctx, o.chunks, print_running);
+      r = perplexity(*model, co, tokens, tok.adds_bos() ? tok.bos() : -1, ctx, o.chunks, print_running, o.batch);
     }
   } catch (const Error& e) {
     throw file_error(o.text_file, e.what());
@@ -82,6 +83,10 @@ void add_perplexity(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("perplexity", "perplexity of a text, as llama-perplexity");
   add_run_options(*cmd, o->run);
   cmd->add_option("-f,--file", o->text_file, "text file")->required();
+  cmd->add_option("-b,--batch-size", o->batch,
+                  "tokens per batch: chunks shorter than it run batch / ctx at once, as llama-perplexity's "
+                  "(default 2048; the figures do not change)")
+      ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--chunks", o->chunks, "evaluate at most K chunks (default: all)")
       ->check(CLI::Range(1, 1 << 30));
   cmd->add_flag("--packed-lines", o->packed_lines,
