@@ -220,8 +220,10 @@ void decoded_group(const uint8_t* const* rows, int R, int64_t stride, int64_t K,
   for (int64_t b0 = 0; b0 < blocks; b0 += step) {
     const int64_t b1 = std::min(blocks, b0 + step);
     decode_blocks(rows, R, stride, K, base3, b0, b1, bytes);
-    for (int64_t i = 0; i < n; i += kByteVecs) {
-      const int V = int(std::min<int64_t>(kByteVecs, n - i));
+    // Tiles of equal width (8 vectors: 4 + 4, not 6 + 2, whose narrow tile
+    // loads a code per two vpdpbusd).
+    for (int64_t i = 0, tiles = (n + kByteVecs - 1) / kByteVecs; i < n; --tiles) {
+      const int V = int((n - i + tiles - 1) / tiles);
       const int8_t* qs[kByteVecs];
       for (int v = 0; v < V; ++v) qs[v] = q + (i + v) * K + 64 * b0;
       const TileOut to{acc + 4 * i, b0 == 0, b1 == blocks, qsum + i,
@@ -231,6 +233,7 @@ void decoded_group(const uint8_t* const* rows, int R, int64_t stride, int64_t K,
       if (b1 == blocks && out.last && out.col > 0)
         for (int v = 0; v < V; ++v)
           _mm512_mask_storeu_epi32(out.sums + (i + v) * out.M, earlier, _mm512_loadu_si512(out.line + 16 * (i + v)));
+      i += V;
     }
   }
 }
