@@ -166,6 +166,7 @@ void speculate(Context& ctx, const Tokenizer& tok, const GenerateOptions& o, Sam
       return false;
     }
     ++st.n_generated;
+    sampler.accept(t);
     history.push_back(t);
     if (out) out->push_back(t);
     on_text(utf8.push(tok.piece_bytes(t)));
@@ -177,10 +178,17 @@ void speculate(Context& ctx, const Tokenizer& tok, const GenerateOptions& o, Sam
   std::vector<int32_t> drafts;
   std::vector<Sampler::Dist> q;
   std::vector<BatchToken> batch;
+  // Drafts as long as the last ones were good: after a round that kept a of
+  // its drafts, a + 1 (twice as many after a round that kept all), from
+  // --draft-min up to --draft-max. A verified token costs a fraction of a
+  // step, so where drafts keep failing (lookup on text that does not
+  // repeat) the rounds shrink to one draft, a little over a plain step.
+  const int k_min = std::max(1, drafter.options().draft_min), k_max = drafter.options().draft_max;
+  int k_next = k_max;
   while (!stop) {
     const int H = int(history.size());  // the cache holds H - 1: the last token is to be fed
     if (H - 1 >= ctx.n_ctx()) break;
-    const int k = std::min({drafter.options().draft_max, o.n_predict - st.n_generated - 1, ctx.n_ctx() - H});
+    const int k = std::min({k_next, o.n_predict - st.n_generated - 1, ctx.n_ctx() - H});
     drafter.propose(history, k, drafts, q);
     if (int(drafts.size()) < std::max(1, drafter.options().draft_min)) {  // a plain step
       logits = ctx.forward({&history.back(), 1}, H - 1, false);
@@ -195,6 +203,8 @@ void speculate(Context& ctx, const Tokenizer& tok, const GenerateOptions& o, Sam
     const std::vector<int32_t> taken = accept_drafts(sampler, masked(logits, tok, o.ignore_eos, scratch), V, drafts, q);
     st.n_drafted += int(drafts.size());
     st.n_accepted += int(taken.size()) - 1;
+    const int kept = int(taken.size()) - 1;
+    k_next = std::clamp(kept == int(drafts.size()) ? 2 * kept : kept + 1, k_min, k_max);
     // Positions of the accepted drafts stay; those of the rejected go.
     ctx.seq_truncate(0, H + int(taken.size()) - 1);
     for (int32_t t : taken)
