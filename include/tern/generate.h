@@ -18,15 +18,24 @@ struct SamplerParams {
   int top_k = 40;      // <= 0: all tokens
   float top_p = 0.95f; // 1: off
   uint64_t seed = 0;
+  float min_p = 0.0f;  // drop tokens below min_p times the most likely one's probability; 0: off
+  // OpenAI's penalties, over the tokens this sampler has accepted (the
+  // completion so far): logit -= presence * (count > 0) + frequency * count.
+  float presence_penalty = 0.0f, frequency_penalty = 0.0f;
+  std::vector<std::pair<int32_t, float>> logit_bias = {};  // added to those tokens' logits
 };
 
-// Greedy at temp 0; otherwise top-k, then temperature softmax, then top-p,
-// then one draw from a seeded splitmix64 stream: the same seed and logits
-// give the same token on every machine and kernel.
+// Logit bias and penalties first; then greedy at temp 0, or top-k, then
+// temperature softmax, then top-p, then min-p, then one draw from a seeded
+// splitmix64 stream: the same seed and logits give the same token on every
+// machine and kernel.
 class Sampler {
  public:
   explicit Sampler(const SamplerParams& p);
   int32_t sample(std::span<const float> logits);
+  // A token of the text, for the penalties (the generation loops call it
+  // for every token they emit).
+  void accept(int32_t token);
 
   // The distribution sample() draws from: its candidates and their
   // probabilities, which sum to 1 (greedy: the most likely token alone).
@@ -40,9 +49,14 @@ class Sampler {
 
  private:
   int candidates(std::span<const float> logits, std::vector<double>& prob);
+  // logits with the bias and penalties applied (in adjusted_), or as given
+  // when there are none.
+  std::span<const float> adjust(std::span<const float> logits);
   SamplerParams p_;
   uint64_t state_;
   std::vector<std::pair<float, int32_t>> cand_;
+  std::vector<std::pair<int32_t, int>> counts_;  // accepted tokens and how often, for the penalties
+  std::vector<float> adjusted_;
 };
 
 struct GenerateStats {

@@ -52,6 +52,7 @@ GenerateStats continue_from(Context& ctx, const Tokenizer& tok, std::span<const 
       break;
     }
     ++st.n_generated;
+    sampler.accept(next);
     if (out) out->push_back(next);
     on_text(utf8.push(tok.piece_bytes(next)));
     // No forward for a token that will never be sampled from; stop when the

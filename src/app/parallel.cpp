@@ -47,6 +47,7 @@ void finish(Stream& s, Finish f) {
 
 void take_sample(Context& ctx, const Tokenizer& tok, Stream& s, int32_t next) {
   if (tok.is_eog(next)) return finish(s, Finish::Stop);
+  s.sampler.accept(next);
   s.out.push_back(next);
   emit(s, s.utf8.push(tok.piece_bytes(next)));
   // No forward for a token that will never be sampled from.

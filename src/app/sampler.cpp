@@ -26,7 +26,28 @@ bool better(const std::pair<float, int32_t>& a, const std::pair<float, int32_t>&
 
 }  // namespace
 
-int32_t Sampler::sample(std::span<const float> logits) {
+void Sampler::accept(int32_t token) {
+  if (p_.presence_penalty == 0 && p_.frequency_penalty == 0) return;
+  for (auto& [t, n] : counts_)
+    if (t == token) {
+      ++n;
+      return;
+    }
+  counts_.push_back({token, 1});
+}
+
+std::span<const float> Sampler::adjust(std::span<const float> logits) {
+  if (p_.logit_bias.empty() && counts_.empty()) return logits;
+  adjusted_.assign(logits.begin(), logits.end());
+  for (auto [t, b] : p_.logit_bias)
+    if (t >= 0 && size_t(t) < adjusted_.size()) adjusted_[size_t(t)] += b;
+  for (auto [t, n] : counts_)
+    if (size_t(t) < adjusted_.size()) adjusted_[size_t(t)] -= p_.presence_penalty + p_.frequency_penalty * float(n);
+  return adjusted_;
+}
+
+int32_t Sampler::sample(std::span<const float> raw) {
+  const std::span<const float> logits = adjust(raw);
   if (p_.temp <= 0) return int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
   std::vector<double> prob;
   const int keep = candidates(logits, prob);
@@ -66,10 +87,13 @@ int Sampler::candidates(std::span<const float> logits, std::vector<double>& prob
       }
     }
   }
+  // prob[0] is the largest (1: the weights are relative to the best).
+  while (keep > 1 && prob[size_t(keep - 1)] < double(p_.min_p)) --keep;
   return keep;
 }
 
-void Sampler::distribution(std::span<const float> logits, Dist& out) {
+void Sampler::distribution(std::span<const float> raw, Dist& out) {
+  const std::span<const float> logits = adjust(raw);
   out.clear();
   if (p_.temp <= 0) {
     out.push_back({int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin()), 1.0});

@@ -269,3 +269,39 @@ TEST_F(CliErrors, PackTypeIsCaseInsensitive) {
 }
 
 }  // namespace
+
+namespace {
+
+// llama.cpp's sampling flags: -l bans or moves a token, the penalties and
+// --min-p take their ranges, and a bad value is a one-line error. On the
+// bundled model, whose greedy text is words.
+TEST(CliSampling, LogitBiasPenaltiesAndMinP) {
+  const auto dir = tern::test::test_dir();
+  const std::string gen = "generate -p 'In the beginning' -n 8 --temp 0";
+  auto plain = tern::test::tern_cli(gen, "plain", dir);
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  // Every id of the text banned: the text changes; a tiny bias on them does not.
+  auto ids = tern::test::tern_cli("tokenize --ids --no-bos -p " + quote(plain.out.substr(0, plain.out.size() - 1)),
+                                  "ids", dir);
+  ASSERT_EQ(ids.exit_code, 0) << ids.err;
+  std::string ban, nudge;
+  for (size_t at = 1; at < ids.out.size();) {
+    const size_t end = ids.out.find_first_of(",]", at);
+    const std::string id = ids.out.substr(at, end - at);
+    ban += " -l " + id + "-inf";
+    nudge += " --logit-bias " + id + "+0.0001";
+    at = ids.out.find_first_not_of(", ", end + 1);
+    if (ids.out[end] == ']') break;
+  }
+  auto banned = tern::test::tern_cli(gen + ban, "banned", dir);
+  ASSERT_EQ(banned.exit_code, 0) << banned.err;
+  EXPECT_NE(banned.out, plain.out);
+  EXPECT_EQ(tern::test::tern_cli(gen + nudge, "nudged", dir).out, plain.out);
+  auto penalties =
+      tern::test::tern_cli(gen + " --presence-penalty 1.5 --frequency-penalty 0.5 --min-p 0.1", "penalties", dir);
+  EXPECT_EQ(penalties.exit_code, 0) << penalties.err;
+  for (const char* bad : {"-l x", "-l 5", "-l 5+x", "-l 99999+1", "--min-p 2", "--presence-penalty nan"})
+    expect_one_line_error(tern::test::tern_cli(gen + " " + bad, "bad", dir), "");
+}
+
+}  // namespace

@@ -225,7 +225,7 @@ TEST_P(WholeModel, GreedyGenerationIsDeterministic) {
     auto m = tern::Model::load(p.tq2);
     tern::Context ctx(*m);
     tern::Tokenizer tok(m->file());
-    tern::Sampler s({0.0f, 40, 0.95f, 1});
+    tern::Sampler s({.temp = 0.0f, .top_k = 40, .top_p = 0.95f, .seed = 1});
     std::string text;
     tern::generate(ctx, tok, "In the beginning", tern::GenerateOptions{24}, s, [&](const std::string& t) { text += t; });
     return text;
@@ -247,7 +247,7 @@ TEST_P(WholeModel, GreedyTextIsTheSameOnEveryKernel) {
     auto m = tern::Model::load(p.tq2, lo);
     tern::Context ctx(*m);
     tern::Tokenizer tok(m->file());
-    tern::Sampler s({0.0f, 40, 0.95f, 1});
+    tern::Sampler s({.temp = 0.0f, .top_k = 40, .top_p = 0.95f, .seed = 1});
     std::string text;
     tern::generate(ctx, tok, "In the beginning", tern::GenerateOptions{24}, s, [&](const std::string& t) { text += t; });
     return std::pair{text, std::string(m->kernels().name)};

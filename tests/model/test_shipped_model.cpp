@@ -87,7 +87,7 @@ std::string greedy_text(const std::string& path, const std::string& kernel = "")
   auto m = tern::Model::load(path, lo);
   tern::Context ctx(*m);
   tern::Tokenizer tok(m->file());
-  tern::Sampler greedy({0.0f, 40, 0.95f, 0});
+  tern::Sampler greedy({.temp = 0.0f, .top_k = 40, .top_p = 0.95f, .seed = 0});
   std::string text;
   tern::generate(ctx, tok, "And Jesus said unto them", tern::GenerateOptions{24}, greedy,
                  [&](const std::string& t) { text += t; });

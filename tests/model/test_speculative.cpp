@@ -44,7 +44,7 @@ class Speculative : public ::testing::Test {
  protected:
   std::unique_ptr<tern::Model> target = tern::Model::load(file("bitnet/tq2_0.gguf"));
   tern::Tokenizer tok{target->file()};
-  const tern::SamplerParams greedy{0.0f, 40, 0.95f, 1};
+  const tern::SamplerParams greedy{.temp = 0.0f, .top_k = 40, .top_p = 0.95f, .seed = 1};
 };
 
 TEST_F(Speculative, GreedyTextIsPlainGreedyWhateverDrafts) {
@@ -92,7 +92,7 @@ TEST_F(Speculative, SampledTextKeepsTheTargetsDistribution) {
   std::map<int32_t, int> plain, spec;
   int drafted = 0, accepted = 0;
   for (int seed = 0; seed < kSeeds; ++seed) {
-    const tern::SamplerParams sp{0.3f, 8, 1.0f, uint64_t(seed)}, hot{3.0f, 8, 1.0f, uint64_t(seed)};
+    const tern::SamplerParams sp{.temp = 0.3f, .top_k = 8, .top_p = 1.0f, .seed = uint64_t(seed)}, hot{.temp = 3.0f, .top_k = 8, .top_p = 1.0f, .seed = uint64_t(seed)};
     ++plain[run(*target, tok, "And God said", 3, sp, nullptr).ids.at(1)];
     tern::Drafter drafter(&dctx, {.draft_max = 2}, hot);
     const Generated r = run(*target, tok, "And God said", 3, sp, &drafter);

@@ -27,7 +27,7 @@ void run_chat(const ChatCliOptions& o) {
   Tokenizer tok(model->file());
   print_notes(tok, path);
   Context ctx(*model, context_options(o.run, *model));
-  const SamplerParams sp = sampler_params(o.sampling);
+  const SamplerParams sp = sampler_params(o.sampling, model->config().vocab_size);
   const DraftSetup draft = open_drafter(o.speculative, o.run, *model, tok, ctx.n_ctx(), sp);
   ChatOptions chat = o.chat;
   chat.gen.drafter = draft.drafter.get();

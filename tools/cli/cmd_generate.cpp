@@ -192,7 +192,7 @@ void run_generate(const Options& o) {
   print_notes(tok, model->file().path());
   Options opts = o;
   opts.gen.parse_special = !o.no_parse_special;
-  const SamplerParams sp = sampler_params(o.sampling);
+  const SamplerParams sp = sampler_params(o.sampling, model->config().vocab_size);
   if (!o.prompts_file.empty()) run_prompts(*model, tok, opts, sp);
   else if (o.parallel > 1) run_parallel(*model, tok, opts, sp);
   else run_one(*model, tok, opts, sp);

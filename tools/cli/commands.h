@@ -47,13 +47,18 @@ std::unique_ptr<Model> open_model(const RunOptions& o);
 // sequences; warns on stderr when -c gives each more positions than the
 // model was trained on.
 ContextOptions context_options(const RunOptions& o, const Model& m, int seqs = 1);
-// --temp, --top-k, --top-p, -s, shared by generate and chat.
+// --temp, --top-k, --top-p, -s, --min-p, the penalties and -l, shared by
+// generate and chat.
 struct SamplingOptions {
   SamplerParams params;
   int64_t seed = -1;  // -1: a fresh one, printed
+  std::vector<std::string> logit_bias;  // -l: TOKEN_ID(+|-)BIAS
 };
+// One -l value; throws tern::Error naming it when malformed.
+std::pair<int32_t, float> parse_logit_bias(const std::string& text);
 void add_sampling_options(CLI::App& cmd, SamplingOptions& o);
-SamplerParams sampler_params(const SamplingOptions& o);
+// Throws for a -l token outside the vocabulary of `vocab` ids.
+SamplerParams sampler_params(const SamplingOptions& o, int vocab);
 // Speculative decoding's flags (generate, chat): -md, --draft-max,
 // --draft-min, --lookup; and what they set up for a target model.
 struct SpeculativeCli {

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <random>
 #include <filesystem>
+#include <limits>
 
 #include "cli/commands.h"
 #include "tern/error.h"
@@ -126,10 +127,51 @@ void add_sampling_options(CLI::App& cmd, SamplingOptions& o) {
       ->check(finite_number(0, 1));
   cmd.add_option("-s,--seed", o.seed, "random seed (default: random, printed)")
       ->check(CLI::NonNegativeNumber);
+  cmd.add_option("--min-p", o.params.min_p,
+                 "drop tokens below this times the most likely one's probability (default 0: off)")
+      ->check(finite_number(0, 1));
+  cmd.add_option("--presence-penalty", o.params.presence_penalty,
+                 "subtracted from the logit of every token already generated (default 0)")
+      ->check(finite_number(-100, 100));
+  cmd.add_option("--frequency-penalty", o.params.frequency_penalty,
+                 "subtracted from a token's logit once per time it was generated (default 0)")
+      ->check(finite_number(-100, 100));
+  cmd.add_option("-l,--logit-bias", o.logit_bias,
+                 "TOKEN_ID+BIAS or TOKEN_ID-BIAS added to a token's logit (-inf bans it); repeatable")
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            try {
+              parse_logit_bias(text);
+              return "";
+            } catch (const Error& e) {
+              return e.what();
+            }
+          },
+          ""));
 }
 
-SamplerParams sampler_params(const SamplingOptions& o) {
+std::pair<int32_t, float> parse_logit_bias(const std::string& text) {
+  const size_t at = text.find_first_of("+-", 1);
+  const std::string bad = "logit bias '" + text + "': expected TOKEN_ID+BIAS or TOKEN_ID-BIAS";
+  if (at == std::string::npos || at == 0) throw Error(bad);
+  char* end = nullptr;
+  const long id = std::strtol(text.c_str(), &end, 10);
+  if (end != text.c_str() + at || id < 0 || id > INT32_MAX) throw Error(bad);
+  const std::string value = text.substr(at);
+  if (value == "-inf") return {int32_t(id), -std::numeric_limits<float>::infinity()};
+  const double v = std::strtod(value.c_str(), &end);
+  if (*end != '\0' || !std::isfinite(v) || std::fabs(v) > 1e6) throw Error(bad);
+  return {int32_t(id), float(v)};
+}
+
+SamplerParams sampler_params(const SamplingOptions& o, int vocab) {
   SamplerParams p = o.params;
+  for (const std::string& b : o.logit_bias) {
+    p.logit_bias.push_back(parse_logit_bias(b));
+    if (p.logit_bias.back().first >= vocab)
+      throw Error("--logit-bias " + b + ": token " + std::to_string(p.logit_bias.back().first) +
+                  " is outside the vocabulary of " + std::to_string(vocab));
+  }
   // Like llama.cpp, no seed means a fresh one; it is printed so the run can
   // be repeated exactly.
   p.seed = o.seed >= 0 ? uint64_t(o.seed) : std::random_device{}();
