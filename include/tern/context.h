@@ -54,7 +54,8 @@ inline constexpr int kKvPage = 256;
 class Context {
  public:
   // Sizes the KV cache and the buffers; throws tern::Error naming the cache
-  // size when memory is short, or a bad option.
+  // size when memory is short, or a bad option. The model must outlive the
+  // context.
   explicit Context(const Model& model, const ContextOptions& o = {});
   ~Context();
   Context(const Context&) = delete;
