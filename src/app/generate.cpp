@@ -3,7 +3,7 @@
 #include <chrono>
 
 #include "speculative_loop.h"
-#include "streams.h"
+#include "tern/streams.h"
 #include "tern/clock.h"
 #include "tern/error.h"
 

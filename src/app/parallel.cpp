@@ -5,7 +5,7 @@
 #include <chrono>
 #include <limits>
 
-#include "streams.h"
+#include "tern/streams.h"
 #include "tern/clock.h"
 #include "tern/error.h"
 
@@ -50,6 +50,7 @@ void take_sample(Context& ctx, const Tokenizer& tok, Stream& s, int32_t next) {
   s.sampler.accept(next);
   s.out.push_back(next);
   emit(s, s.utf8.push(tok.piece_bytes(next)));
+  if (s.done) return;  // on_text ended it (a stop string)
   // No forward for a token that will never be sampled from.
   if (int(s.out.size()) >= s.n_predict || ctx.seq_length(s.seq) >= ctx.n_ctx()) return finish(s, Finish::Length);
   s.feed.assign(1, next);
@@ -82,7 +83,10 @@ int step_streams(Context& ctx, const Tokenizer& tok, const GenerateOptions& o, s
   std::vector<float> scratch;
   for (size_t r = 0; r < sampling.size(); ++r) {
     Stream& s = *sampling[r];
-    take_sample(ctx, tok, s, sample_next(s.sampler, logits.subspan(r * V, V), tok, o.ignore_eos, scratch));
+    const std::span<const float> row = logits.subspan(r * V, V);
+    const int32_t next = sample_next(s.sampler, row, tok, o.ignore_eos || s.ignore_eos, scratch);
+    if (s.on_sample) s.on_sample(next, row);
+    take_sample(ctx, tok, s, next);
   }
   return int(sampling.size());
 }

@@ -1,7 +1,8 @@
-// Sequences generated side by side in one context (internal to src/app):
-// each feeds what its cache lacks (a prompt, in chunks, then each sampled
-// token) and samples from the logits of its last position; every step is
-// one batch of all of them. generate_parallel and generate_prompts run on it.
+// Sequences generated side by side in one context: each feeds what its
+// cache lacks (a prompt, in chunks, then each sampled token) and samples
+// from the logits of its last position; every step is one batch of all of
+// them. generate_parallel, generate_prompts and tern serve's engine run on
+// it.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -25,13 +26,16 @@ struct Stream {
   std::vector<int32_t> feed;    // tokens the cache still lacks, in order
   size_t fed = 0;               // of feed, in the cache
   int n_predict = 0;            // tokens to sample at most
+  bool ignore_eos = false;      // end-of-generation tokens masked out (besides GenerateOptions')
   Sampler sampler{SamplerParams{}};
   std::vector<int32_t> out;     // sampled ids (no final end-of-generation token)
   bool done = false;
   Finish finish = Finish::Stop;
   Utf8Stream utf8;
   std::string text;             // the sampled tokens' text, as generate() streams it
-  std::function<void(const std::string&)> on_text;  // each complete UTF-8 piece, if set
+  std::function<void(const std::string&)> on_text;  // each complete UTF-8 piece, if set; may set done
+  // Each sampled token with the logits it was drawn from, before it is taken.
+  std::function<void(int32_t token, std::span<const float> logits)> on_sample;
 };
 
 // Takes `next`, sampled from the logits of s's last fed position: the end
