@@ -93,5 +93,6 @@ void add_kernels(CLI::App& app);
 void add_bench(CLI::App& app);
 void add_tokenize(CLI::App& app);
 void add_chat(CLI::App& app);
+void add_serve(CLI::App& app);
 
 }  // namespace tern::cli

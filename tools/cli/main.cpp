@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
   tern::cli::add_bench(app);
   tern::cli::add_tokenize(app);
   tern::cli::add_chat(app);
+  tern::cli::add_serve(app);
   // llama.cpp spells some options with one dash and several letters
   // (llama-bench's -pg, the cache types -ctk and -ctv, -np, -npl, -md);
   // CLI11 reads a single dash as one-letter options, so they are handed

@@ -1,0 +1,570 @@
+#include "server.h"
+
+#include <httplib.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <functional>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "conn_watch.h"
+#include "tern/error.h"
+
+namespace tern::serve {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+
+// Every byte compared whatever the first difference, so the time a wrong
+// key takes says nothing of how much of it was right.
+bool same_key(const std::string& a, const std::string& b) {
+  unsigned diff = unsigned(a.size() != b.size());
+  for (size_t i = 0; i < a.size(); ++i) diff |= unsigned(uint8_t(a[i]) ^ uint8_t(i < b.size() ? b[i] : 0));
+  return diff == 0;
+}
+
+void send_json(httplib::Response& res, int status, const json& j) {
+  res.status = status;
+  res.set_content(dump(j), "application/json");
+}
+
+void send_error(httplib::Response& res, const ApiError& e) { send_json(res, e.status, error_json(e)); }
+
+std::string random_id(const char* prefix) {
+  static thread_local std::mt19937_64 rng(std::random_device{}());
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(rng()));
+  return std::string(prefix) + buf;
+}
+
+// One request's choices in flight, and what the access log says of it.
+struct Request {
+  CompletionRequest req;
+  std::vector<std::shared_ptr<Job>> jobs;  // one per choice
+  std::string id, model;
+  int64_t created = 0;
+  int n_prompt = 0;
+  Clock::time_point start = Clock::now();
+};
+
+}  // namespace
+
+struct Server::Impl {
+  ServerOptions o;
+  std::shared_ptr<spdlog::logger> log;
+  httplib::Server http;
+  std::unique_ptr<ConnectionWatch> watch;  // from bind(): cuts connections that never finish a request
+  std::atomic<const Backend*> backend{nullptr};
+  // Completion responses being written: stop() lets them end before httplib
+  // stops (it calls no content provider once stopping, so a stream would
+  // lose its last chunk and [DONE]).
+  std::atomic<int> responding{0};
+  Backend ready;
+  // Requests by final status, for /metrics.
+  mutable std::mutex counts_m;
+  std::map<int, int64_t> by_status;
+
+  void count(int status) {
+    std::lock_guard<std::mutex> lock(counts_m);
+    ++by_status[status];
+  }
+  void access(const std::string& method, const std::string& path, int status, int prompt, int generated,
+              double ttft_ms, double total_ms, const std::string& prompt_text = {}) {
+    count(status);
+    log->info("{} {} {} prompt={} generated={} ttft_ms={:.1f} total_ms={:.1f}{}", method, path, status, prompt,
+              generated, ttft_ms, total_ms, prompt_text.empty() ? "" : " prompt=" + json(prompt_text).dump());
+  }
+
+  static bool reads_body(const httplib::Request& req) {
+    static const std::set<std::string> paths = {"/v1/completions", "/completions", "/v1/chat/completions",
+                                                "/chat/completions", "/tokenize", "/detokenize"};
+    return req.method == "POST" && paths.count(req.path);
+  }
+  // A POST handler that reads its body itself, so that --max-body holds for
+  // chunked bodies too (httplib checks only Content-Length against it).
+  using BodyHandler = std::function<void(const httplib::Request&, const std::string&, httplib::Response&)>;
+  httplib::Server::HandlerWithContentReader with_body(BodyHandler handler) {
+    return [this, handler = std::move(handler)](const httplib::Request& req, httplib::Response& res,
+                                               const httplib::ContentReader& read) {
+      std::string body;
+      bool over = req.has_header("Content-Length") &&
+                  std::strtoull(req.get_header_value("Content-Length").c_str(), nullptr, 10) > o.max_body;
+      const bool whole = !over && read([&](const char* data, size_t n) {
+        if (body.size() + n > o.max_body) return !(over = true);
+        body.append(data, n);
+        return true;
+      });
+      if (over) {
+        res.set_header("Connection", "close");  // the rest of the body is never read
+        return send_error(res, {413, "the request body is too large", "invalid_request_error", "", ""});
+      }
+      if (!whole) {
+        res.set_header("Connection", "close");
+        return send_error(res, {400, "the request body could not be read", "invalid_request_error", "", ""});
+      }
+      handler(req, body, res);
+    };
+  }
+
+  const Backend* need_backend(httplib::Response& res) {
+    const Backend* b = backend.load(std::memory_order_acquire);
+    if (!b) send_json(res, 503, error_json({503, "the model is loading", "server_error", "", "loading"}));
+    return b;
+  }
+
+  std::vector<int32_t> prompt_tokens(const Backend& b, const CompletionRequest& r, ApiError& err) const;
+  void completion(const httplib::Request& hreq, const std::string& body, httplib::Response& res, bool chat);
+  void respond_whole(std::shared_ptr<Request> rq, httplib::Response& res);
+  void respond_stream(std::shared_ptr<Request> rq, httplib::Response& res);
+  std::string metrics() const;
+  void log_done(const Request& rq, const std::string& path, int status) const;
+};
+
+std::vector<int32_t> Server::Impl::prompt_tokens(const Backend& b, const CompletionRequest& r, ApiError& err) const {
+  std::string text;
+  EncodeOptions eo;
+  if (r.chat) {
+    if (!b.tmpl) {
+      err = {400, "the model has no chat template; use /v1/completions", "invalid_request_error", "messages", ""};
+      return {};
+    }
+    chat::RenderOptions ro;
+    ro.add_generation_prompt = true;
+    if (b.tok->bos() >= 0) ro.bos_token = b.tok->token_text(b.tok->bos());
+    if (b.tok->eos() >= 0) ro.eos_token = b.tok->token_text(b.tok->eos());
+    try {
+      text = b.tmpl->render(r.messages, ro);
+    } catch (const Error& e) {
+      err = {400, e.what(), "invalid_request_error", "messages", ""};
+      return {};
+    }
+    eo.add_special = false;  // the template writes BOS where the model wants one
+  } else {
+    text = r.prompt;
+  }
+  std::vector<int32_t> ids = b.tok->encode(text, eo);
+  if (ids.empty()) err = {400, "the prompt is empty", "invalid_request_error", r.chat ? "messages" : "prompt", ""};
+  return ids;
+}
+
+void Server::Impl::log_done(const Request& rq, const std::string& path, int status) const {
+  int generated = 0;
+  double ttft = -1;
+  for (const auto& j : rq.jobs) {
+    std::lock_guard<std::mutex> lock(j->m);
+    generated += j->n_generated;
+    if (j->first_token)
+      ttft = std::chrono::duration<double, std::milli>(*j->first_token - rq.start).count();
+  }
+  std::string prompt;
+  if (o.log_prompts) {
+    if (rq.req.chat)
+      for (const auto& m : rq.req.messages) prompt += m.role + ": " + m.content + "\n";
+    else prompt = rq.req.prompt;
+  }
+  const_cast<Impl*>(this)->access("POST", path, status, rq.n_prompt, generated, ttft, ms_since(rq.start), prompt);
+}
+
+void Server::Impl::completion(const httplib::Request& hreq, const std::string& body, httplib::Response& res, bool chat) {
+  const Backend* b = need_backend(res);
+  if (!b) return count(503);
+  ParseLimits limits;
+  limits.vocab = b->model->config().vocab_size;
+  limits.max_n = b->engine->slots();
+  auto parsed = parse_completion(body, chat, limits);
+  if (auto* e = std::get_if<ApiError>(&parsed)) {
+    send_error(res, *e);
+    return access("POST", hreq.path, e->status, 0, 0, -1, 0);
+  }
+  auto rq = std::make_shared<Request>();
+  rq->req = std::move(std::get<CompletionRequest>(parsed));
+  CompletionRequest& r = rq->req;
+  ApiError err;
+  const std::vector<int32_t> ids = prompt_tokens(*b, r, err);
+  if (!err.message.empty()) {
+    send_error(res, err);
+    return access("POST", hreq.path, err.status, 0, 0, -1, ms_since(rq->start));
+  }
+  const int slot_ctx = b->engine->slot_ctx();
+  rq->n_prompt = int(ids.size());
+  if (rq->n_prompt >= slot_ctx) {
+    send_error(res, {400,
+                     "the prompt is " + std::to_string(ids.size()) + " tokens; a request has at most " +
+                         std::to_string(slot_ctx - 1) + " (-c over -np)",
+                     "invalid_request_error", chat ? "messages" : "prompt", "context_length_exceeded"});
+    return access("POST", hreq.path, 400, rq->n_prompt, 0, -1, ms_since(rq->start));
+  }
+  // OpenAI's default for completions is 16 tokens; chat runs to its end.
+  const int room = slot_ctx - rq->n_prompt;
+  const int max_tokens = std::min(room, r.max_tokens.value_or(chat ? room : 16));
+  if (!r.seed_given) r.sampling.seed = std::random_device{}() | (uint64_t(std::random_device{}()) << 32);
+  rq->id = random_id(chat ? "chatcmpl-" : "cmpl-");
+  rq->created = int64_t(std::time(nullptr));
+  rq->model = o.model_name;
+  for (int i = 0; i < r.n; ++i) {
+    auto job = std::make_shared<Job>();
+    job->prompt = ids;
+    job->max_tokens = max_tokens;
+    job->sampling = r.sampling;
+    job->sampling.seed = r.sampling.seed + uint64_t(i);
+    job->stop = r.stop;
+    job->logprobs = r.logprobs;
+    job->ignore_eos = r.ignore_eos;
+    if (!b->engine->submit(job)) {
+      for (auto& j : rq->jobs) j->cancelled = true;
+      res.set_header("Retry-After", "1");
+      send_json(res, 503, error_json({503, "every slot is busy and the queue is full; retry later", "server_error", "",
+                                      "overloaded"}));
+      return access("POST", hreq.path, 503, rq->n_prompt, 0, -1, ms_since(rq->start));
+    }
+    rq->jobs.push_back(std::move(job));
+  }
+  if (r.stream) respond_stream(rq, res);
+  else respond_whole(rq, res);
+}
+
+namespace {
+
+// Waits up to `wait` for job j to have more than `have` bytes of text or to
+// be done; returns (new text, its logprobs from index lp, done, finish).
+struct Update {
+  std::string text;
+  std::vector<TokenLogprob> logprobs;
+  bool done = false;
+  Finish finish = Finish::Stop;
+  std::string error;
+};
+Update take(Job& j, size_t& have, size_t& lp_have, std::chrono::milliseconds wait) {
+  std::unique_lock<std::mutex> lock(j.m);
+  j.cv.wait_for(lock, wait, [&] { return j.done || j.text.size() > have; });
+  Update u;
+  u.text = j.text.substr(have);
+  have = j.text.size();
+  u.logprobs.assign(j.logprobs_out.begin() + long(std::min(lp_have, j.logprobs_out.size())), j.logprobs_out.end());
+  lp_have = j.logprobs_out.size();
+  u.done = j.done;
+  u.finish = j.finish;
+  u.error = j.error;
+  return u;
+}
+
+}  // namespace
+
+// stream false: the whole response once every choice is done. The body is
+// chunked, and while the choices run a space is written each half second
+// (JSON allows it before the value): a client that has gone makes that
+// write fail, and its jobs are cancelled.
+void Server::Impl::respond_whole(std::shared_ptr<Request> rq, httplib::Response& res) {
+  res.status = 200;
+  const std::string path = rq->req.chat ? "/v1/chat/completions" : "/v1/completions";
+  ++responding;
+  res.set_chunked_content_provider(
+      "application/json",
+      [this, rq](size_t, httplib::DataSink& sink) {
+        std::vector<ChoiceResult> choices(rq->jobs.size());
+        Usage usage{rq->n_prompt, 0};
+        auto beat = Clock::now();
+        for (size_t i = 0; i < rq->jobs.size(); ++i) {
+          Job& j = *rq->jobs[i];
+          size_t have = 0, lp = 0;
+          for (Update u;;) {
+            u = take(j, have, lp, std::chrono::milliseconds(500));
+            choices[i].text += u.text;
+            choices[i].logprobs.insert(choices[i].logprobs.end(), u.logprobs.begin(), u.logprobs.end());
+            if (u.done) {
+              if (u.finish == Finish::Error) {
+                const std::string body = dump(error_json({500, u.error, "server_error", "", ""}));
+                sink.write(body.data(), body.size());
+                sink.done();
+                return true;
+              }
+              choices[i].finish = u.finish;
+              break;
+            }
+            if (Clock::now() - beat < std::chrono::milliseconds(500)) continue;
+            beat = Clock::now();
+            if (!sink.write(" ", 1)) {
+              for (auto& other : rq->jobs) other->cancelled = true;
+              return false;
+            }
+          }
+          std::lock_guard<std::mutex> lock(j.m);
+          choices[i].n_generated = j.n_generated;
+          usage.completion_tokens += j.n_generated;
+        }
+        const std::string body = dump(completion_json(rq->req, rq->id, rq->created, rq->model, choices, usage));
+        sink.write(body.data(), body.size());
+        sink.done();
+        return true;
+      },
+      [this, rq, path](bool ok) {
+        for (auto& j : rq->jobs) j->cancelled = true;  // done ones ignore it
+        log_done(*rq, path, ok ? 200 : 499);
+        --responding;
+      });
+}
+
+// stream true: server-sent events, a chunk per piece of text of any
+// choice as it comes, each choice's last chunk with its finish_reason, the
+// usage chunk if asked, then "data: [DONE]". A write that fails (the
+// client gone, or not reading within the write timeout) cancels the jobs.
+void Server::Impl::respond_stream(std::shared_ptr<Request> rq, httplib::Response& res) {
+  res.status = 200;
+  res.set_header("Cache-Control", "no-cache");
+  const std::string path = rq->req.chat ? "/v1/chat/completions" : "/v1/completions";
+  struct State {
+    std::vector<size_t> have, lp;
+    std::vector<bool> first, finished;
+    int completion_tokens = 0;
+  };
+  auto st = std::make_shared<State>();
+  st->have.assign(rq->jobs.size(), 0);
+  st->lp.assign(rq->jobs.size(), 0);
+  st->first.assign(rq->jobs.size(), true);
+  st->finished.assign(rq->jobs.size(), false);
+  ++responding;
+  res.set_chunked_content_provider(
+      "text/event-stream",
+      [this, rq, st](size_t, httplib::DataSink& sink) {
+        const auto event = [&](const json& j) {
+          const std::string s = "data: " + dump(j) + "\n\n";
+          return sink.write(s.data(), s.size());
+        };
+        bool all = true;
+        for (size_t i = 0; i < rq->jobs.size(); ++i) {
+          if (st->finished[i]) continue;
+          Job& j = *rq->jobs[i];
+          const Update u = take(j, st->have[i], st->lp[i], std::chrono::milliseconds(rq->jobs.size() > 1 ? 20 : 200));
+          if (u.done && u.finish == Finish::Error) {
+            event(error_json({500, u.error, "server_error", "", ""}));
+            for (auto& other : rq->jobs) other->cancelled = true;
+            sink.done();
+            return true;
+          }
+          const std::optional<Finish> fin = u.done ? std::optional<Finish>(u.finish) : std::nullopt;
+          if ((!u.text.empty() || !u.logprobs.empty() || st->first[i]) &&
+              !event(chunk_json(rq->req, rq->id, rq->created, rq->model, int(i), u.text, u.logprobs, std::nullopt,
+                                st->first[i]))) {
+            for (auto& other : rq->jobs) other->cancelled = true;
+            return false;
+          }
+          st->first[i] = false;
+          if (fin) {
+            if (!event(chunk_json(rq->req, rq->id, rq->created, rq->model, int(i), "", {}, fin, false))) {
+              for (auto& other : rq->jobs) other->cancelled = true;
+              return false;
+            }
+            st->finished[i] = true;
+            std::lock_guard<std::mutex> lock(j.m);
+            st->completion_tokens += j.n_generated;
+          } else {
+            all = false;
+          }
+        }
+        if (!all) return true;
+        if (rq->req.include_usage)
+          event(usage_chunk_json(rq->req, rq->id, rq->created, rq->model, {rq->n_prompt, st->completion_tokens}));
+        const char done[] = "data: [DONE]\n\n";
+        sink.write(done, sizeof done - 1);
+        sink.done();
+        return true;
+      },
+      [this, rq, path](bool ok) {
+        for (auto& j : rq->jobs) j->cancelled = true;
+        log_done(*rq, path, ok ? 200 : 499);
+        --responding;
+      });
+}
+
+std::string Server::Impl::metrics() const {
+  std::string out;
+  const auto line = [&](const char* name, const char* type, const char* help, const std::string& value) {
+    out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n" + value;
+  };
+  {
+    std::lock_guard<std::mutex> lock(counts_m);
+    std::string v;
+    for (auto [status, n] : by_status)
+      v += "tern_requests_total{status=\"" + std::to_string(status) + "\"} " + std::to_string(n) + "\n";
+    line("tern_requests_total", "counter", "HTTP requests answered, by status.", v);
+  }
+  const Backend* b = backend.load(std::memory_order_acquire);
+  if (!b) return out;
+  const EngineStats s = b->engine->stats();
+  line("tern_prompt_tokens_total", "counter", "Prompt tokens of admitted requests.",
+       "tern_prompt_tokens_total " + std::to_string(s.prompt_tokens) + "\n");
+  line("tern_prompt_tokens_cached_total", "counter", "Prompt tokens found in a slot's cache, not fed again.",
+       "tern_prompt_tokens_cached_total " + std::to_string(s.cached_tokens) + "\n");
+  line("tern_generated_tokens_total", "counter", "Tokens generated.",
+       "tern_generated_tokens_total " + std::to_string(s.generated_tokens) + "\n");
+  line("tern_queue_depth", "gauge", "Requests waiting for a slot.", "tern_queue_depth " + std::to_string(s.queued) + "\n");
+  line("tern_slots_busy", "gauge", "Slots running a request.", "tern_slots_busy " + std::to_string(s.busy_slots) + "\n");
+  line("tern_slots", "gauge", "Slots (-np).", "tern_slots " + std::to_string(b->engine->slots()) + "\n");
+  char tps[64];
+  std::snprintf(tps, sizeof tps, "%.3f", s.tokens_per_second);
+  line("tern_tokens_per_second", "gauge", "Tokens generated per second over the last seconds.",
+       std::string("tern_tokens_per_second ") + tps + "\n");
+  return out;
+}
+
+Server::Server(const ServerOptions& o, std::shared_ptr<spdlog::logger> log) : impl_(std::make_unique<Impl>()) {
+  impl_->o = o;
+  impl_->log = std::move(log);
+  routes();
+}
+
+Server::~Server() = default;
+
+void Server::routes() {
+  Impl& I = *impl_;
+  httplib::Server& h = I.http;
+  const int threads = I.o.http_threads > 0 ? I.o.http_threads : 96;
+  h.new_task_queue = [threads] { return new httplib::ThreadPool(size_t(threads)); };
+  h.set_payload_max_length(I.o.max_body);
+  h.set_read_timeout(I.o.timeout_seconds);
+  h.set_write_timeout(I.o.timeout_seconds);
+  h.set_keep_alive_timeout(5);
+  h.set_keep_alive_max_count(100);
+  // Responses go out in pieces (stream chunks, the chunked encoding): with
+  // Nagle's algorithm against the client's delayed ACK each would wait ~40 ms.
+  h.set_tcp_nodelay(true);
+  h.set_pre_routing_handler([&I](const httplib::Request& req, httplib::Response& res) {
+    if (I.watch) I.watch->begin(ConnectionWatch::peer_key(req.remote_addr, req.remote_port));
+    // httplib would read a chunked body of any size into req.body for a
+    // route that does not read its own (with_body): refuse it unread.
+    if (req.has_header("Transfer-Encoding") && !I.reads_body(req)) {
+      res.set_header("Connection", "close");
+      send_json(res, 404, error_json({404, "no such endpoint", "invalid_request_error", "", ""}));
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    if (I.o.api_key.empty() || req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
+    const std::string auth = req.get_header_value("Authorization");
+    if (auth.rfind("Bearer ", 0) == 0 && same_key(auth.substr(7), I.o.api_key))
+      return httplib::Server::HandlerResponse::Unhandled;
+    send_json(res, 401, error_json({401, "invalid API key", "invalid_request_error", "", "invalid_api_key"}));
+    return httplib::Server::HandlerResponse::Handled;
+  });
+  // Statuses httplib sets itself (404, 413, 400 for a malformed request
+  // line) get OpenAI's error object too.
+  h.set_error_handler([](const httplib::Request&, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    const char* what = res.status == 404   ? "no such endpoint"
+                       : res.status == 413 ? "the request body is too large"
+                                           : "bad request";
+    send_json(res, res.status, error_json({res.status, what, "invalid_request_error", "", ""}));
+  });
+  h.set_exception_handler([&I](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+    std::string what = "internal error";
+    try {
+      std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    I.log->error("request failed: {}", what);
+    send_json(res, 500, error_json({500, what, "server_error", "", ""}));
+  });
+  // The completion endpoints log what they answer themselves (with token
+  // counts, when their response ends); what httplib or the key check
+  // answered for them is logged here.
+  h.set_logger([&I](const httplib::Request& req, const httplib::Response& res) {
+    if (I.watch) I.watch->end(ConnectionWatch::peer_key(req.remote_addr, req.remote_port));
+    const bool completion = req.path.find("completions") != std::string::npos;
+    if (!completion || res.status == 401 || res.status == 404 || res.status == 413)
+      I.access(req.method, req.path, res.status, 0, 0, -1, 0);
+  });
+  h.Get("/health", [&I](const httplib::Request&, httplib::Response& res) {
+    if (I.backend.load(std::memory_order_acquire)) send_json(res, 200, {{"status", "ok"}});
+    else send_json(res, 503, error_json({503, "the model is loading", "server_error", "", "loading"}));
+  });
+  h.Get("/metrics", [&I](const httplib::Request&, httplib::Response& res) {
+    res.set_content(I.metrics(), "text/plain; version=0.0.4");
+  });
+  const auto models = [&I](const httplib::Request&, httplib::Response& res) {
+    send_json(res, 200,
+              {{"object", "list"},
+               {"data", json::array({{{"id", I.o.model_name}, {"object", "model"}, {"created", 0}, {"owned_by", "tern"}}})}});
+  };
+  h.Get("/v1/models", models);
+  h.Get("/models", models);
+  for (const auto& [path, chat] : {std::pair{"/v1/completions", false}, {"/completions", false},
+                                    {"/v1/chat/completions", true}, {"/chat/completions", true}})
+    h.Post(path, I.with_body([&I, chat](const httplib::Request& req, const std::string& body, httplib::Response& res) {
+      I.completion(req, body, res, chat);
+    }));
+  h.Post("/tokenize", I.with_body([&I](const httplib::Request&, const std::string& body, httplib::Response& res) {
+    const Backend* b = I.need_backend(res);
+    if (!b) return;
+    const json j = json::parse(body, nullptr, false);
+    if (j.is_discarded() || !j.is_object() || !j.contains("content") || !j["content"].is_string())
+      return send_error(res, {400, "expected {\"content\": TEXT}", "invalid_request_error", "content", ""});
+    EncodeOptions eo;
+    eo.add_special = j.value("add_special", false);
+    eo.parse_special = j.value("parse_special", true);
+    const std::vector<int32_t> ids = b->tok->encode(j["content"].get<std::string>(), eo);
+    json tokens = json::array();
+    const bool pieces = j.value("with_pieces", false);
+    for (int32_t id : ids) {
+      if (pieces) tokens.push_back({{"id", id}, {"piece", b->tok->token_piece(id)}});
+      else tokens.push_back(id);
+    }
+    send_json(res, 200, {{"tokens", tokens}});
+  }));
+  h.Post("/detokenize", I.with_body([&I](const httplib::Request&, const std::string& body, httplib::Response& res) {
+    const Backend* b = I.need_backend(res);
+    if (!b) return;
+    const json j = json::parse(body, nullptr, false);
+    if (j.is_discarded() || !j.is_object() || !j.contains("tokens") || !j["tokens"].is_array())
+      return send_error(res, {400, "expected {\"tokens\": [ids]}", "invalid_request_error", "tokens", ""});
+    std::vector<int32_t> ids;
+    for (const json& t : j["tokens"]) {
+      if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= b->tok->vocab_size())
+        return send_error(res, {400, "a token id is not in the vocabulary", "invalid_request_error", "tokens", ""});
+      ids.push_back(int32_t(t.get<int64_t>()));
+    }
+    std::string text;
+    for (int32_t id : ids) text += b->tok->token_piece(id);
+    send_json(res, 200, {{"content", text}});
+  }));
+}
+
+int Server::bind() {
+  Impl& I = *impl_;
+  const int port = I.o.port == 0 ? I.http.bind_to_any_port(I.o.host)
+                                 : (I.http.bind_to_port(I.o.host, I.o.port) ? I.o.port : -1);
+  if (port < 0) throw Error("serve: cannot listen on " + I.o.host + ":" + std::to_string(I.o.port));
+  // The whole request within --timeout, however slowly it trickles in.
+  I.watch = std::make_unique<ConnectionWatch>(port, std::chrono::seconds(I.o.timeout_seconds), [&I](const std::string& peer) {
+    I.log->debug("closed {}: no whole request within {} s", peer, I.o.timeout_seconds);
+  });
+  return port;
+}
+
+void Server::set_ready(const Backend& b) {
+  impl_->ready = b;
+  impl_->backend.store(&impl_->ready, std::memory_order_release);
+}
+
+void Server::run() { impl_->http.listen_after_bind(); }
+
+void Server::stop() {
+  if (const Backend* b = impl_->backend.load(std::memory_order_acquire)) b->engine->shutdown();
+  // Every job is done now: the responses write their last chunks (a client
+  // that does not read them loses its connection at --timeout; stopping
+  // waits no longer than that).
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(impl_->o.timeout_seconds);
+  while (impl_->responding.load() > 0 && std::chrono::steady_clock::now() < give_up)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  impl_->http.stop();
+}
+
+}  // namespace tern::serve
