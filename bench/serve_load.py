@@ -94,13 +94,20 @@ def one_request(args, host, port, prompt, seed):
             if j.get("usage"):
                 r.tokens = j["usage"].get("completion_tokens", r.tokens)
             for ch in j.get("choices") or []:
-                text = ch.get("text") or (ch.get("delta") or {}).get("content") or ""
-                if text:
-                    now = time.monotonic()
-                    if r.ttft is None:
-                        r.ttft = now - r.start
-                    last = now
-                    chunks += 1
+                # A chunk per token, its text possibly empty (a token with no
+                # text of its own); a chat stream's opening role-only chunk
+                # and the finish chunk are not tokens.
+                delta = ch.get("delta") or {}
+                if ch.get("finish_reason") is not None:
+                    continue
+                content = ch.get("text") if "text" in ch else delta.get("content")
+                if content is None or (content == "" and "role" in delta):
+                    continue
+                now = time.monotonic()
+                if r.ttft is None:
+                    r.ttft = now - r.start
+                last = now
+                chunks += 1
         c.close()
         if not done:
             r.error = "the stream ended without [DONE]"
@@ -112,7 +119,7 @@ def one_request(args, host, port, prompt, seed):
     if r.tokens == 0:
         r.tokens = chunks  # a server without include_usage: one chunk a token
     if r.ttft is None:
-        r.error = "no text generated"
+        r.error = "no token streamed"
         return r
     if r.tokens > 1:
         r.tpot = (last - r.start - r.ttft) / (r.tokens - 1)

@@ -285,6 +285,24 @@ void Engine::step() {
       }
     return;
   }
+  // A step samples at most one token per slot: where a slot's job has one
+  // more, the text released so far is that token's (a stream sends a chunk
+  // per token, as llama-server's).
+  for (auto& s : slots_) {
+    if (!s->job) continue;
+    Job& j = *s->job;
+    bool grew = false;
+    {
+      std::lock_guard<std::mutex> l(j.m);
+      if (s->stream.out.size() > j.token_ends.size()) {
+        j.token_ends.push_back(j.text.size());
+        j.n_generated = int(j.token_ends.size());
+        if (!j.first_token) j.first_token = Clock::now();
+        grew = true;
+      }
+    }
+    if (grew) j.cv.notify_all();
+  }
   for (auto& s : slots_)
     if (s->job && s->stream.done) finish(*s, s->stream.finish);
   std::lock_guard<std::mutex> lock(m_);

@@ -237,20 +237,38 @@ namespace {
 // Waits up to `wait` for job j to have more than `have` bytes of text or to
 // be done; returns (new text, its logprobs from index lp, done, finish).
 struct Update {
-  std::string text;
-  std::vector<TokenLogprob> logprobs;
+  std::string text;                          // all the new text
+  std::vector<TokenLogprob> logprobs;        // all the new tokens' log probabilities
+  std::vector<std::string> pieces;           // the new text token by token
+  std::vector<std::vector<TokenLogprob>> piece_logprobs;  // each piece's (none or one)
+  std::string tail;                          // with done: text released after the last token
   bool done = false;
   Finish finish = Finish::Stop;
   std::string error;
 };
-Update take(Job& j, size_t& have, size_t& lp_have, std::chrono::milliseconds wait) {
+// What a reader has taken of a job so far.
+struct Cursor {
+  size_t text = 0, tokens = 0, logprobs = 0;
+};
+Update take(Job& j, Cursor& c, std::chrono::milliseconds wait) {
   std::unique_lock<std::mutex> lock(j.m);
-  j.cv.wait_for(lock, wait, [&] { return j.done || j.text.size() > have; });
+  j.cv.wait_for(lock, wait, [&] { return j.done || j.token_ends.size() > c.tokens; });
   Update u;
-  u.text = j.text.substr(have);
-  have = j.text.size();
-  u.logprobs.assign(j.logprobs_out.begin() + long(std::min(lp_have, j.logprobs_out.size())), j.logprobs_out.end());
-  lp_have = j.logprobs_out.size();
+  for (; c.tokens < j.token_ends.size(); ++c.tokens) {
+    const size_t end = j.token_ends[c.tokens];
+    u.pieces.push_back(j.text.substr(c.text, end - c.text));
+    u.piece_logprobs.emplace_back();
+    if (c.tokens < j.logprobs_out.size()) u.piece_logprobs.back().push_back(j.logprobs_out[c.tokens]);
+    c.text = end;
+  }
+  if (j.done) {
+    u.tail = j.text.substr(c.text);
+    c.text = j.text.size();
+  }
+  for (const std::string& p : u.pieces) u.text += p;
+  u.text += u.tail;
+  u.logprobs.assign(j.logprobs_out.begin() + long(std::min(c.logprobs, j.logprobs_out.size())), j.logprobs_out.end());
+  c.logprobs = j.logprobs_out.size();
   u.done = j.done;
   u.finish = j.finish;
   u.error = j.error;
@@ -275,9 +293,9 @@ void Server::Impl::respond_whole(std::shared_ptr<Request> rq, httplib::Response&
         auto beat = Clock::now();
         for (size_t i = 0; i < rq->jobs.size(); ++i) {
           Job& j = *rq->jobs[i];
-          size_t have = 0, lp = 0;
+          Cursor cur;
           for (Update u;;) {
-            u = take(j, have, lp, std::chrono::milliseconds(500));
+            u = take(j, cur, std::chrono::milliseconds(500));
             choices[i].text += u.text;
             choices[i].logprobs.insert(choices[i].logprobs.end(), u.logprobs.begin(), u.logprobs.end());
             if (u.done) {
@@ -322,13 +340,12 @@ void Server::Impl::respond_stream(std::shared_ptr<Request> rq, httplib::Response
   res.set_header("Cache-Control", "no-cache");
   const std::string path = rq->req.chat ? "/v1/chat/completions" : "/v1/completions";
   struct State {
-    std::vector<size_t> have, lp;
+    std::vector<Cursor> cur;
     std::vector<bool> first, finished;
     int completion_tokens = 0;
   };
   auto st = std::make_shared<State>();
-  st->have.assign(rq->jobs.size(), 0);
-  st->lp.assign(rq->jobs.size(), 0);
+  st->cur.assign(rq->jobs.size(), Cursor{});
   st->first.assign(rq->jobs.size(), true);
   st->finished.assign(rq->jobs.size(), false);
   ++responding;
@@ -343,7 +360,7 @@ void Server::Impl::respond_stream(std::shared_ptr<Request> rq, httplib::Response
         for (size_t i = 0; i < rq->jobs.size(); ++i) {
           if (st->finished[i]) continue;
           Job& j = *rq->jobs[i];
-          const Update u = take(j, st->have[i], st->lp[i], std::chrono::milliseconds(rq->jobs.size() > 1 ? 20 : 200));
+          const Update u = take(j, st->cur[i], std::chrono::milliseconds(rq->jobs.size() > 1 ? 20 : 200));
           if (u.done && u.finish == Finish::Error) {
             event(error_json({500, u.error, "server_error", "", ""}));
             for (auto& other : rq->jobs) other->cancelled = true;
@@ -351,13 +368,22 @@ void Server::Impl::respond_stream(std::shared_ptr<Request> rq, httplib::Response
             return true;
           }
           const std::optional<Finish> fin = u.done ? std::optional<Finish>(u.finish) : std::nullopt;
-          if ((!u.text.empty() || !u.logprobs.empty() || st->first[i]) &&
-              !event(chunk_json(rq->req, rq->id, rq->created, rq->model, int(i), u.text, u.logprobs, std::nullopt,
-                                st->first[i]))) {
-            for (auto& other : rq->jobs) other->cancelled = true;
-            return false;
+          // A chunk per generated token (its text may be empty: part of a
+          // character, a stop string's start held back, a token with no
+          // text), then any text released at the end; a choice that ends
+          // with no token still opens with one chunk.
+          std::vector<std::pair<const std::string*, const std::vector<TokenLogprob>*>> chunks;
+          for (size_t k = 0; k < u.pieces.size(); ++k) chunks.push_back({&u.pieces[k], &u.piece_logprobs[k]});
+          static const std::vector<TokenLogprob> none;
+          if (!u.tail.empty() || (fin && st->first[i] && chunks.empty())) chunks.push_back({&u.tail, &none});
+          for (const auto& [text, lps] : chunks) {
+            if (!event(chunk_json(rq->req, rq->id, rq->created, rq->model, int(i), *text, *lps, std::nullopt,
+                                  st->first[i]))) {
+              for (auto& other : rq->jobs) other->cancelled = true;
+              return false;
+            }
+            st->first[i] = false;
           }
-          st->first[i] = false;
           if (fin) {
             if (!event(chunk_json(rq->req, rq->id, rq->created, rq->model, int(i), "", {}, fin, false))) {
               for (auto& other : rq->jobs) other->cancelled = true;

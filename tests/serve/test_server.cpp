@@ -94,6 +94,7 @@ json post(httplib::Client& c, const char* path, const json& body, int want = 200
 struct Streamed {
   std::vector<std::string> text;
   std::vector<std::string> finish;
+  std::vector<int> chunks;  // per choice, chunks before the finish chunk
   bool done = false;
   json usage;
 };
@@ -117,7 +118,8 @@ Streamed stream(httplib::Client& c, const char* path, json body) {
     if (j.contains("usage") && !j["usage"].is_null()) s.usage = j["usage"];
     for (const json& ch : j["choices"]) {
       const size_t i = ch["index"];
-      if (s.text.size() <= i) s.text.resize(i + 1), s.finish.resize(i + 1);
+      if (s.text.size() <= i) s.text.resize(i + 1), s.finish.resize(i + 1), s.chunks.resize(i + 1);
+      if (ch["finish_reason"].is_null()) ++s.chunks[i];
       if (ch.contains("text")) s.text[i] += ch["text"].get<std::string>();
       if (ch.contains("delta") && ch["delta"].contains("content")) s.text[i] += ch["delta"]["content"].get<std::string>();
       if (!ch["finish_reason"].is_null()) s.finish[i] = ch["finish_reason"];
@@ -142,6 +144,7 @@ TEST(Serve, CompletionIsGeneratesTextStreamedOrNot) {
   ASSERT_EQ(s.text.size(), 1u);
   EXPECT_EQ(s.text[0], want);
   EXPECT_EQ(s.finish[0], "length");
+  EXPECT_EQ(s.chunks[0], 24);  // one per token, as llama-server streams
   EXPECT_TRUE(s.done);
 }
 
