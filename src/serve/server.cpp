@@ -1,6 +1,7 @@
 #include "server.h"
 
 #include <httplib.h>
+#include <sys/socket.h>
 #include <spdlog/spdlog.h>
 
 #include <chrono>
@@ -68,6 +69,11 @@ struct Server::Impl {
   // stops (it calls no content provider once stopping, so a stream would
   // lose its last chunk and [DONE]).
   std::atomic<int> responding{0};
+  // run() and stop() on different threads: stop() before run() makes run()
+  // return at once; stop() after it stops it.
+  std::mutex run_m;
+  bool stopping = false, started = false;
+  std::atomic<bool> returned{false};
   Backend ready;
   // Requests by final status, for /metrics.
   mutable std::mutex counts_m;
@@ -463,6 +469,13 @@ void Server::routes() {
   // Responses go out in pieces (stream chunks, the chunked encoding): with
   // Nagle's algorithm against the client's delayed ACK each would wait ~40 ms.
   h.set_tcp_nodelay(true);
+  // SO_REUSEADDR only: httplib's default adds SO_REUSEPORT, with which a
+  // second server on the same port starts without error and the kernel
+  // splits the connections between the two.
+  h.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
   h.set_pre_routing_handler([&I](const httplib::Request& req, httplib::Response& res) {
     if (I.watch) I.watch->begin(ConnectionWatch::peer_key(req.remote_addr, req.remote_port));
     // httplib would read a chunked body of any size into req.body for a
@@ -580,7 +593,15 @@ void Server::set_ready(const Backend& b) {
   impl_->backend.store(&impl_->ready, std::memory_order_release);
 }
 
-void Server::run() { impl_->http.listen_after_bind(); }
+void Server::run() {
+  {
+    std::lock_guard<std::mutex> lock(impl_->run_m);
+    if (impl_->stopping) return;
+    impl_->started = true;
+  }
+  impl_->http.listen_after_bind();
+  impl_->returned = true;
+}
 
 void Server::stop() {
   if (const Backend* b = impl_->backend.load(std::memory_order_acquire)) b->engine->shutdown();
@@ -590,7 +611,18 @@ void Server::stop() {
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(impl_->o.timeout_seconds);
   while (impl_->responding.load() > 0 && std::chrono::steady_clock::now() < give_up)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  impl_->http.stop();
+  bool started = false;
+  {
+    std::lock_guard<std::mutex> lock(impl_->run_m);
+    impl_->stopping = true;
+    started = impl_->started;
+  }
+  // httplib's stop() does nothing until its listen loop has begun: repeat
+  // it until run() has returned, should run() be just starting.
+  while (started && !impl_->returned) {
+    impl_->http.stop();
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
 }
 
 }  // namespace tern::serve

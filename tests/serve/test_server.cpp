@@ -15,6 +15,7 @@
 #include "serve/server.h"
 #include "support/test_env.h"
 #include "tern/chat.h"
+#include "tern/error.h"
 #include "tern/generate.h"
 
 namespace {
@@ -341,6 +342,16 @@ TEST(Serve, FullQueueIs503WithRetryAfter) {
   EXPECT_EQ(r->get_header_value("Retry-After"), "1");
   busy.join();
   EXPECT_EQ(c.Post("/v1/completions", R"({"prompt": "x", "max_tokens": 2})", "application/json")->status, 200);
+}
+
+// A second server on a port in use fails to bind (httplib's default
+// SO_REUSEPORT would let both listen and split the connections).
+TEST(Serve, APortInUseIsAnError) {
+  Running srv(bundled());
+  tern::serve::ServerOptions so;
+  so.port = srv.port;
+  tern::serve::Server second(so, std::make_shared<spdlog::logger>("t2", std::make_shared<spdlog::sinks::null_sink_mt>()));
+  EXPECT_THROW(second.bind(), tern::Error);
 }
 
 }  // namespace
