@@ -18,7 +18,9 @@ NP=${NP:-8} CTX=${CTX:-512} T=${T:-2} ROUNDS=${ROUNDS:-2} CLIENTS=${CLIENTS:-1,8
 WORDS=${WORDS:-16,64,256} MAX_TOKENS=${MAX_TOKENS:-64}
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$work"
-port=18437
+# One port each: llama-server's sockets (SO_REUSEPORT) left in TIME_WAIT
+# keep a server without that option off its port for a minute.
+tern_port=18437 ik_port=18438
 
 wait_ready() {  # the server at $port answers /health with 200
   for _ in $(seq 1200); do
@@ -45,18 +47,21 @@ idle_cpu() {
   echo "$(( b - a )) ticks of $(getconf CLK_TCK)/s over 5 s"
 }
 
-# Another server on the port would take some of the connections (and the
+# Another server on a port would take some of the connections (and the
 # load's figures with them).
-if /usr/bin/python3 -c "import socket, sys; socket.create_connection(('127.0.0.1', int(sys.argv[1])), 1)" "$port" 2>/dev/null; then
-  echo "serve_anchor: port $port is in use" >&2
-  exit 1
-fi
+for port in $tern_port $ik_port; do
+  if /usr/bin/python3 -c "import socket, sys; socket.create_connection(('127.0.0.1', int(sys.argv[1])), 1)" "$port" 2>/dev/null; then
+    echo "serve_anchor: port $port is in use" >&2
+    exit 1
+  fi
+done
 pid=""
 trap '[ -n "$pid" ] && kill $pid 2>/dev/null || true' EXIT
 
 printf '%-10s %3s %4s %4s %7s %8s %8s %9s %9s %9s %9s  (ms)\n' engine C req err "wall s" "gen tok" "tok/s" \
   "TTFT p50" "TTFT p99" "TPOT p50" "TPOT p99"
 for round in $(seq "$ROUNDS"); do
+  port=$tern_port
   "$tern" serve -m "$tern_model" --port "$port" -np "$NP" -c $((NP * CTX)) -t "$T" >"$work/tern-$round.log" 2>&1 &
   pid=$!
   wait_ready
@@ -65,6 +70,7 @@ for round in $(seq "$ROUNDS"); do
   kill -TERM $pid
   wait $pid || true
 
+  port=$ik_port
   "$IK/bin/llama-server" -m "$ik_model" --port "$port" -np "$NP" -c $((NP * CTX)) -t "$T" -cb \
     >"$work/ik-$round.log" 2>&1 &
   pid=$!
