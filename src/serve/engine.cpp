@@ -145,7 +145,6 @@ void publish(Job& job, const std::string& text, bool done, Finish finish) {
   {
     std::lock_guard<std::mutex> lock(job.m);
     job.text += text;
-    if (!job.first_token && job.n_generated > 0) job.first_token = Clock::now();
     if (done) {
       job.done = true;
       job.finish = finish;
@@ -161,10 +160,6 @@ void Engine::finish(Slot& s, Finish f) {
   // Text held back for a stop string that never came goes out now.
   std::string rest = s.stopped || f == Finish::Error ? std::string() : s.scan.held + s.stream.utf8.flush();
   if (s.stopped && f != Finish::Error) f = Finish::Stop;
-  {
-    std::lock_guard<std::mutex> lock(job.m);
-    job.n_generated = int(s.stream.out.size());
-  }
   {
     // The slot counts as free before its client learns the job is done, so
     // that client's next request finds room (only this thread admits).
@@ -221,10 +216,6 @@ void Engine::admit(std::unique_lock<std::mutex>& lock) {
     s.stream.on_text = [this, j, slot](const std::string& piece) {
       bool hit = false;
       const std::string out = slot->scan.push(j->stop, piece, hit);
-      {
-        std::lock_guard<std::mutex> l(j->m);
-        j->n_generated = int(slot->stream.out.size());
-      }
       publish(*j, out, false, Finish::Stop);
       if (hit) {
         slot->stopped = true;
@@ -296,7 +287,6 @@ void Engine::step() {
       std::lock_guard<std::mutex> l(j.m);
       if (s->stream.out.size() > j.token_ends.size()) {
         j.token_ends.push_back(j.text.size());
-        j.n_generated = int(j.token_ends.size());
         if (!j.first_token) j.first_token = Clock::now();
         grew = true;
       }

@@ -48,9 +48,8 @@ struct Job {
   // Under m: the released text (stop strings held back until they cannot
   // match), its tokens' log probabilities, and how it ended.
   std::string text;
-  std::vector<size_t> token_ends;  // text.size() once each generated token's text was released
+  std::vector<size_t> token_ends;  // text.size() once each generated token's text was released: one per token
   std::vector<TokenLogprob> logprobs_out;
-  int n_generated = 0;
   int n_cached = 0;  // prompt tokens found in the slot's cache
   bool done = false;
   Finish finish = Finish::Stop;

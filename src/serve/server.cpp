@@ -77,14 +77,14 @@ struct Server::Impl {
   Backend ready;
   // Requests by final status, for /metrics.
   mutable std::mutex counts_m;
-  std::map<int, int64_t> by_status;
+  mutable std::map<int, int64_t> by_status;
 
-  void count(int status) {
+  void count(int status) const {
     std::lock_guard<std::mutex> lock(counts_m);
     ++by_status[status];
   }
   void access(const std::string& method, const std::string& path, int status, int prompt, int generated,
-              double ttft_ms, double total_ms, const std::string& prompt_text = {}) {
+              double ttft_ms, double total_ms, const std::string& prompt_text = {}) const {
     count(status);
     log->info("{} {} {} prompt={} generated={} ttft_ms={:.1f} total_ms={:.1f}{}", method, path, status, prompt,
               generated, ttft_ms, total_ms, prompt_text.empty() ? "" : " prompt=" + json(prompt_text).dump());
@@ -123,7 +123,7 @@ struct Server::Impl {
 
   const Backend* need_backend(httplib::Response& res) {
     const Backend* b = backend.load(std::memory_order_acquire);
-    if (!b) send_json(res, 503, error_json({503, "the model is loading", "server_error", "", "loading"}));
+    if (!b) send_error(res, {503, "the model is loading", "server_error", "", "loading"});
     return b;
   }
 
@@ -167,7 +167,7 @@ void Server::Impl::log_done(const Request& rq, const std::string& path, int stat
   double ttft = -1;
   for (const auto& j : rq.jobs) {
     std::lock_guard<std::mutex> lock(j->m);
-    generated += j->n_generated;
+    generated += int(j->token_ends.size());
     if (j->first_token)
       ttft = std::chrono::duration<double, std::milli>(*j->first_token - rq.start).count();
   }
@@ -177,7 +177,7 @@ void Server::Impl::log_done(const Request& rq, const std::string& path, int stat
       for (const auto& m : rq.req.messages) prompt += m.role + ": " + m.content + "\n";
     else prompt = rq.req.prompt;
   }
-  const_cast<Impl*>(this)->access("POST", path, status, rq.n_prompt, generated, ttft, ms_since(rq.start), prompt);
+  access("POST", path, status, rq.n_prompt, generated, ttft, ms_since(rq.start), prompt);
 }
 
 void Server::Impl::completion(const httplib::Request& hreq, const std::string& body, httplib::Response& res, bool chat) {
@@ -228,8 +228,7 @@ void Server::Impl::completion(const httplib::Request& hreq, const std::string& b
     if (!b->engine->submit(job)) {
       for (auto& j : rq->jobs) j->cancelled = true;
       res.set_header("Retry-After", "1");
-      send_json(res, 503, error_json({503, "every slot is busy and the queue is full; retry later", "server_error", "",
-                                      "overloaded"}));
+      send_error(res, {503, "every slot is busy and the queue is full; retry later", "server_error", "", "overloaded"});
       return access("POST", hreq.path, 503, rq->n_prompt, 0, -1, ms_since(rq->start));
     }
     rq->jobs.push_back(std::move(job));
@@ -240,41 +239,39 @@ void Server::Impl::completion(const httplib::Request& hreq, const std::string& b
 
 namespace {
 
-// Waits up to `wait` for job j to have more than `have` bytes of text or to
-// be done; returns (new text, its logprobs from index lp, done, finish).
+// What a job produced since a reader's last take: its text token by token
+// (each piece with that token's log probability, if asked), and with done
+// a last piece of text released after the last token (held back for a
+// stop string that never came, the end of a UTF-8 character).
+struct Piece {
+  std::string text;
+  std::vector<TokenLogprob> logprobs;  // none or one
+};
 struct Update {
-  std::string text;                          // all the new text
-  std::vector<TokenLogprob> logprobs;        // all the new tokens' log probabilities
-  std::vector<std::string> pieces;           // the new text token by token
-  std::vector<std::vector<TokenLogprob>> piece_logprobs;  // each piece's (none or one)
-  std::string tail;                          // with done: text released after the last token
+  std::vector<Piece> pieces;
   bool done = false;
   Finish finish = Finish::Stop;
   std::string error;
 };
-// What a reader has taken of a job so far.
+// How far a reader has taken a job.
 struct Cursor {
-  size_t text = 0, tokens = 0, logprobs = 0;
+  size_t text = 0, tokens = 0;
 };
+// Waits up to `wait` for job j to have a token past the cursor, or to be done.
 Update take(Job& j, Cursor& c, std::chrono::milliseconds wait) {
   std::unique_lock<std::mutex> lock(j.m);
   j.cv.wait_for(lock, wait, [&] { return j.done || j.token_ends.size() > c.tokens; });
   Update u;
   for (; c.tokens < j.token_ends.size(); ++c.tokens) {
     const size_t end = j.token_ends[c.tokens];
-    u.pieces.push_back(j.text.substr(c.text, end - c.text));
-    u.piece_logprobs.emplace_back();
-    if (c.tokens < j.logprobs_out.size()) u.piece_logprobs.back().push_back(j.logprobs_out[c.tokens]);
+    Piece& p = u.pieces.emplace_back(Piece{j.text.substr(c.text, end - c.text), {}});
+    if (c.tokens < j.logprobs_out.size()) p.logprobs.push_back(j.logprobs_out[c.tokens]);
     c.text = end;
   }
-  if (j.done) {
-    u.tail = j.text.substr(c.text);
+  if (j.done && c.text < j.text.size()) {
+    u.pieces.push_back({j.text.substr(c.text), {}});
     c.text = j.text.size();
   }
-  for (const std::string& p : u.pieces) u.text += p;
-  u.text += u.tail;
-  u.logprobs.assign(j.logprobs_out.begin() + long(std::min(c.logprobs, j.logprobs_out.size())), j.logprobs_out.end());
-  c.logprobs = j.logprobs_out.size();
   u.done = j.done;
   u.finish = j.finish;
   u.error = j.error;
@@ -302,8 +299,10 @@ void Server::Impl::respond_whole(std::shared_ptr<Request> rq, httplib::Response&
           Cursor cur;
           for (Update u;;) {
             u = take(j, cur, std::chrono::milliseconds(500));
-            choices[i].text += u.text;
-            choices[i].logprobs.insert(choices[i].logprobs.end(), u.logprobs.begin(), u.logprobs.end());
+            for (const Piece& p : u.pieces) {
+              choices[i].text += p.text;
+              choices[i].logprobs.insert(choices[i].logprobs.end(), p.logprobs.begin(), p.logprobs.end());
+            }
             if (u.done) {
               if (u.finish == Finish::Error) {
                 const std::string body = dump(error_json({500, u.error, "server_error", "", ""}));
@@ -322,8 +321,8 @@ void Server::Impl::respond_whole(std::shared_ptr<Request> rq, httplib::Response&
             }
           }
           std::lock_guard<std::mutex> lock(j.m);
-          choices[i].n_generated = j.n_generated;
-          usage.completion_tokens += j.n_generated;
+          choices[i].n_generated = int(j.token_ends.size());
+          usage.completion_tokens += choices[i].n_generated;
         }
         const std::string body = dump(completion_json(rq->req, rq->id, rq->created, rq->model, choices, usage));
         sink.write(body.data(), body.size());
@@ -366,7 +365,7 @@ void Server::Impl::respond_stream(std::shared_ptr<Request> rq, httplib::Response
         for (size_t i = 0; i < rq->jobs.size(); ++i) {
           if (st->finished[i]) continue;
           Job& j = *rq->jobs[i];
-          const Update u = take(j, st->cur[i], std::chrono::milliseconds(rq->jobs.size() > 1 ? 20 : 200));
+          Update u = take(j, st->cur[i], std::chrono::milliseconds(rq->jobs.size() > 1 ? 20 : 200));
           if (u.done && u.finish == Finish::Error) {
             event(error_json({500, u.error, "server_error", "", ""}));
             for (auto& other : rq->jobs) other->cancelled = true;
@@ -378,12 +377,9 @@ void Server::Impl::respond_stream(std::shared_ptr<Request> rq, httplib::Response
           // character, a stop string's start held back, a token with no
           // text), then any text released at the end; a choice that ends
           // with no token still opens with one chunk.
-          std::vector<std::pair<const std::string*, const std::vector<TokenLogprob>*>> chunks;
-          for (size_t k = 0; k < u.pieces.size(); ++k) chunks.push_back({&u.pieces[k], &u.piece_logprobs[k]});
-          static const std::vector<TokenLogprob> none;
-          if (!u.tail.empty() || (fin && st->first[i] && chunks.empty())) chunks.push_back({&u.tail, &none});
-          for (const auto& [text, lps] : chunks) {
-            if (!event(chunk_json(rq->req, rq->id, rq->created, rq->model, int(i), *text, *lps, std::nullopt,
+          if (fin && st->first[i] && u.pieces.empty()) u.pieces.push_back({});
+          for (const Piece& p : u.pieces) {
+            if (!event(chunk_json(rq->req, rq->id, rq->created, rq->model, int(i), p.text, p.logprobs, std::nullopt,
                                   st->first[i]))) {
               for (auto& other : rq->jobs) other->cancelled = true;
               return false;
@@ -397,7 +393,7 @@ void Server::Impl::respond_stream(std::shared_ptr<Request> rq, httplib::Response
             }
             st->finished[i] = true;
             std::lock_guard<std::mutex> lock(j.m);
-            st->completion_tokens += j.n_generated;
+            st->completion_tokens += int(j.token_ends.size());
           } else {
             all = false;
           }
