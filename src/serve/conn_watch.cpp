@@ -129,7 +129,15 @@ void ConnectionWatch::scan(Clock::time_point now) {
         since = std::max(since, p->second.idle_since);
       }
     }
-    if (now - since < deadline_ || whole_request_waiting(int(fd))) continue;
+    if (now - since < deadline_) continue;
+    if (whole_request_waiting(int(fd))) {
+      // The client has done its part and waits for an HTTP thread. Its clock
+      // restarts: the thread that reads the request calls begin() a moment
+      // later, and a scan in that moment (the bytes read, begin() not yet
+      // called) must not take it for a trickler.
+      it->second.seen = now;
+      continue;
+    }
     // Still the same connection (the fd is not one reused since)?
     if (peer_of(int(fd), port_) != peer) continue;
     shutdown(int(fd), SHUT_RDWR);  // httplib's blocked read returns; it closes the socket itself

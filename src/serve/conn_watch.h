@@ -3,7 +3,8 @@
 // an HTTP thread for as long as it likes, and enough of them hold them
 // all. ConnectionWatch closes (shutdown(2)) every connection of the
 // server's port that has not delivered a whole request within `deadline`
-// of connecting or of its last response, whatever it trickles meanwhile.
+// of connecting or of its last response, whatever it trickles meanwhile;
+// a whole request waiting unread for an HTTP thread restarts that clock.
 // httplib does not hand its sockets out, so the watch finds them in
 // /proc/self/fd (Linux) by their local port and tells them apart by peer
 // address, which is also what httplib gives a request.
@@ -37,7 +38,7 @@ class ConnectionWatch {
  private:
   struct Conn {
     std::string peer;
-    Clock::time_point seen;  // when the watch first saw it
+    Clock::time_point seen;  // when the watch first saw it, or last saw a whole request waiting in it
   };
   struct Peer {
     int in_request = 0;
