@@ -4,12 +4,15 @@
 start_serve() {
   log=$1
   shift
+  # A log left by an earlier run would give its port: the background job
+  # truncates the file only once it runs, which may be after the first look.
+  rm -f "$log"
   "$@" --port 0 >"$log" 2>&1 &
   pid=$!
   trap 'kill $pid 2>/dev/null || true' EXIT
   port=""
   for _ in $(seq 200); do
-    port=$(sed -n 's/.*listening on http:\/\/127.0.0.1:\([0-9]*\).*/\1/p' "$log")
+    port=$(sed -n 's/.*listening on http:\/\/127.0.0.1:\([0-9]*\).*/\1/p' "$log" 2>/dev/null)
     [ -n "$port" ] && break
     sleep 0.05
   done

@@ -15,7 +15,9 @@ mkdir -p "$dir"
 . "$here/lib.sh"
 start_serve "$dir/serve.log" "$tern" serve -m "$model" -np 2
 /usr/bin/python3 "$here/client.py" --port "$port" $chat
-# A stream cut short by SIGTERM still ends properly.
+# A stream cut short by SIGTERM still ends properly. (No stream.txt of an
+# earlier run: the wait below would find its text at once.)
+rm -f "$dir/stream.txt"
 /usr/bin/python3 - "$port" >"$dir/stream.txt" <<'EOF' &
 import http.client, json, sys
 c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=60)
