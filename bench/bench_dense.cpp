@@ -41,7 +41,7 @@ struct Head {
   Shape shape;
 };
 constexpr Head kHeads[] = {{TensorType::F16, {4096, 1536}}, {TensorType::BF16, {4096, 2560}}};
-constexpr int kBatch[] = {1, 4, 16, 64, 256};
+constexpr int kBatch[] = {1, 2, 4, 8, 16, 64, 256};
 constexpr Head kWholeHeads[] = {{TensorType::F16, {32002, 1536}}, {TensorType::BF16, {128256, 2560}}};
 
 void bm_dense(benchmark::State& st, const KernelSet* set, TensorType type, Shape shape, int n) {

@@ -23,7 +23,7 @@ using gguf::TensorType;
 
 // bitnet_b1_58-large (attention, gate/up, down) and BitNet 2B-4T's FFN.
 constexpr Shape kShapes[] = {{1536, 1536}, {4096, 1536}, {1536, 4096}, {6912, 2560}, {2560, 6912}};
-constexpr int kBatch[] = {1, 2, 3, 4, 8, 16, 64};
+constexpr int kBatch[] = {1, 2, 3, 4, 5, 6, 8, 16, 64};
 
 struct Case {
   const KernelSet* set;

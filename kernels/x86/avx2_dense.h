@@ -1,10 +1,10 @@
 // The dense (output head) GEMM for every x86 set: F32, F16 (F16C) and BF16
 // (a 16-bit shift) widened to f32 in registers and multiplied with FMA, in
 // the summation order kernels.h fixes, so results equal the scalar set's bit
-// for bit. A row's 16 lanes are two ymm accumulators; a batch takes four
-// rows side by side (eight independent FMA chains hide the FMA latency;
-// each row streams once from memory per call and the batch re-reads it from
-// L1). Decode takes two, prefetched as one stream (prefetch_tile_linear):
+// for bit. A row's 16 lanes are two ymm accumulators. A batch of float rows
+// runs as tiles of 2 rows x 2 vectors (dense_tile_avx2: each row widened
+// once for both vectors) over blocks of rows that stay in L2. One vector
+// takes two rows side by side, prefetched as one stream (prefetch_tile_linear):
 // on Zen 5 the head read 1.15-1.3x faster that way than as four row
 // streams, and four FMA chains still run 1.5x the one-core roof from cache.
 // Q8_0 and Q6_K rows multiply int8 activations instead (DenseQ8Rows,
@@ -241,9 +241,95 @@ struct DenseQ6Rows {
   }
 };
 
+// Rows w[0..R) (rb bytes apart) against vectors x[0..N) (K floats apart),
+// y[i * ldy + r]: each row's 16 values are widened once for N vectors (the
+// F16/BF16 widening, not the FMA, bounded DenseRows at a batch: each
+// vector widened every row again, 4 products a cycle on Zen 3). Every
+// (row, vector) pair keeps DenseRows's two accumulators and order.
+template <TensorType T, int R, int N>
+__attribute__((noinline)) void dense_tile_avx2(const uint8_t* w, int64_t rb, int64_t K, const float* x, float* y,
+                                               int64_t ldy) {
+  constexpr int64_t elem = T == TensorType::F32 ? 4 : 2;
+  __m256 lo[R][N], hi[R][N];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int i = 0; i < N; ++i) lo[r][i] = hi[r][i] = _mm256_setzero_ps();
+  const int64_t full = K / 16 * 16;
+  for (int64_t k = 0; k < full; k += 16) {
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      if (elem == 4 || k % 32 == 0) prefetch_tile_row(w, rb, R, r, k * elem);
+      __m256 wl, wh;
+      dense_load16<T>(w + r * rb, k, wl, wh);
+#pragma GCC unroll 4
+      for (int i = 0; i < N; ++i) {
+        lo[r][i] = _mm256_fmadd_ps(wl, _mm256_loadu_ps(x + i * K + k), lo[r][i]);
+        hi[r][i] = _mm256_fmadd_ps(wh, _mm256_loadu_ps(x + i * K + k + 8), hi[r][i]);
+      }
+    }
+  }
+  if (full < K) {  // the last partial group, zero-padded on both sides
+    const int rest = int(K - full);
+    for (int r = 0; r < R; ++r) {
+      __m256 wl, wh;
+      dense_tail16<T>(w + r * rb, full, rest, wl, wh);
+      for (int i = 0; i < N; ++i) {
+        __m256 xl, xh;
+        dense_tail16<TensorType::F32>(reinterpret_cast<const uint8_t*>(x + i * K), full, rest, xl, xh);
+        lo[r][i] = _mm256_fmadd_ps(wl, xl, lo[r][i]);
+        hi[r][i] = _mm256_fmadd_ps(wh, xh, hi[r][i]);
+      }
+    }
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int i = 0; i < N; ++i) y[i * ldy + r] = dense_reduce16(lo[r][i], hi[r][i]);
+}
+
+// Vectors x[0..N) against rows [b0, b1), kTileRows at a time, then one by one.
+constexpr int kTileRows = 2, kTileVecs = 2;  // 8 accumulators, 2 widened rows, 4 vector loads: 14 of 16 ymm
+template <TensorType T, int N>
+void dense_vectors_rows_avx2(const uint8_t* w, int64_t rb, int64_t K, const float* x, float* y, int64_t ldy,
+                             int64_t b0, int64_t b1) {
+  int64_t r = b0;
+  for (; r + kTileRows <= b1; r += kTileRows) dense_tile_avx2<T, kTileRows, N>(w + r * rb, rb, K, x, y + r, ldy);
+  for (; r < b1; ++r) dense_tile_avx2<T, 1, N>(w + r * rb, rb, K, x, y + r, ldy);
+}
+
+// Blocks of rows that fit half of a 256 KiB L2 (the smallest of the AVX2
+// parts tern runs on), each taken by every kTileVecs vectors in turn: a
+// row streams from DRAM once per call and from L2 for the other vectors.
+template <TensorType T>
+void dense_gemm_tiled_avx2(const DenseMatrix& m, const float* x, int64_t n, float* y, int64_t ldy, int64_t r0,
+                           int64_t r1) {
+  constexpr int64_t kBlockBytes = int64_t(128) << 10;
+  const int64_t K = m.cols, rb = dense_stride(m);
+  const int64_t fit = kBlockBytes / (rb > 0 ? rb : 1) / kTileRows * kTileRows;
+  const int64_t block = fit > kTileRows ? fit : kTileRows;
+  const uint8_t* w = static_cast<const uint8_t*>(m.data);
+  for (int64_t b0 = r0; b0 < r1; b0 += block) {
+    const int64_t b1 = b0 + block < r1 ? b0 + block : r1;
+    int64_t i = 0;
+    for (; i + kTileVecs <= n; i += kTileVecs)
+      dense_vectors_rows_avx2<T, kTileVecs>(w, rb, K, x + i * K, y + i * ldy, ldy, b0, b1);
+    if (i < n) dense_vectors_rows_avx2<T, 1>(w, rb, K, x + i * K, y + i * ldy, ldy, b0, b1);
+  }
+}
+
 void dense_gemm_x86(const DenseMatrix& m, const float* x, int64_t n, float* y, int64_t ldy,
                     int64_t r0, int64_t r1) {
-  dense_gemm_driver<DenseRows, DenseQ8Rows, DenseQ6Rows, 4, 2>(m, x, n, y, ldy, r0, r1);
+  const bool float_rows =
+      m.type == TensorType::F32 || m.type == TensorType::F16 || m.type == TensorType::BF16;
+  // One vector (decode's stream, tuned in DenseRows) and quantized rows.
+  if (n < 2 || !float_rows) return dense_gemm_driver<DenseRows, DenseQ8Rows, DenseQ6Rows, 4, 2>(m, x, n, y, ldy, r0, r1);
+  check_dense_call(m, n, ldy, r0, r1);
+  switch (m.type) {
+    case TensorType::F32: return dense_gemm_tiled_avx2<TensorType::F32>(m, x, n, y, ldy, r0, r1);
+    case TensorType::F16: return dense_gemm_tiled_avx2<TensorType::F16>(m, x, n, y, ldy, r0, r1);
+    default: return dense_gemm_tiled_avx2<TensorType::BF16>(m, x, n, y, ldy, r0, r1);
+  }
 }
 
 }  // namespace

@@ -1,9 +1,8 @@
 // The dense GEMM of the AVX-512 sets. A batch (perplexity's every-token
 // head, attention's query groups) runs as tiles of R rows x N vectors with
 // R * N zmm accumulators: each weight vector is widened once for N vectors
-// and each activation vector loaded once for R rows. avx2_dense.h's loop
-// widens a row again for every vector and loads an activation vector per
-// four FMAs, which bound perplexity's F16 head by its loads.
+// and each activation vector loaded once for R rows (avx2_dense.h's tiles
+// do the same with half the registers' width and count).
 //
 // A zmm's lane j sums products j, j + 16, j + 32, ... exactly as the two
 // ymm accumulators of avx2_dense.h (and the scalar set) do, and the lanes
