@@ -190,32 +190,37 @@ std::vector<float> row_scales(const gguf::File& f, const std::string& name,
 
 // bitnet.cpp's I2_S becomes TQ2_0 at load: the same trits, the tensor's
 // f32 scale as every row's exact scale. Lossless, and every kernel runs it.
-// bitnet.cpp's I2_S kernels need rows of whole 128-weight blocks, so it
-// cannot hold 1bitLLM 3B's 8640; tern takes I2_S rows of whole QK blocks.
+// bitnet.cpp flattens the tensor into 128-weight blocks, so a row is whole
+// blocks only when its width is a multiple of 128 (it writes others, and
+// its kernels then drop each row's tail). A width of whole 128-blocks that
+// is not whole TQ2_0 blocks (a 2B-4T-layout FFN of 384) is padded with
+// zero trits to padded_cols, as tern's own packs of such widths are.
 Linear load_i2s(const gguf::File& f, const std::string& name, const gguf::TensorInfo& t,
                 int64_t rows, int64_t cols) {
-  if (cols % QK != 0)
+  constexpr int64_t kI2sBlock = 128;
+  if (cols % kI2sBlock != 0)
     throw file_error(f.path(), "tensor '" + name + "' (I2_S) has rows of " + std::to_string(cols) +
-                                   " weights; tern needs a multiple of " + std::to_string(QK));
+                                   " weights, not whole 128-weight blocks");
   float scale;
   std::memcpy(&scale, t.data + rows * cols / 4, sizeof scale);
   if (!std::isfinite(scale) || scale < 0)
     throw file_error(f.path(), "tensor '" + name + "' has I2_S scale " + std::to_string(scale));
   Linear l;
-  const int64_t rb = ternary_row_bytes(TensorType::TQ2_0, cols);
+  const int64_t stored = padded_cols(cols);
+  const int64_t rb = ternary_row_bytes(TensorType::TQ2_0, stored);
   l.converted.resize(size_t(rows * rb));
-  std::vector<int8_t> trits(static_cast<size_t>(cols));
+  std::vector<int8_t> trits(static_cast<size_t>(stored), 0);  // [stored], the tail stays 0
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t bad = unpack_i2s_row(t.data + r * cols / 4, cols, trits.data());
     if (bad >= 0)
       throw file_error(f.path(), "tensor '" + name + "' row " + std::to_string(r) + " column " +
                                      std::to_string(bad) +
                                      " holds I2_S code 3, which is not a ternary value");
-    pack_tq2_row(trits.data(), cols, f32_to_fp16(scale),
+    pack_tq2_row(trits.data(), stored, f32_to_fp16(scale),
                  reinterpret_cast<BlockTQ2*>(l.converted.data() + r * rb));
   }
   l.scales.assign(size_t(rows), scale);
-  l.w = TernaryMatrix{TensorType::TQ2_0, rows, cols, l.converted.data(), l.scales.data(), nullptr};
+  l.w = TernaryMatrix{TensorType::TQ2_0, rows, stored, l.converted.data(), l.scales.data(), nullptr};
   // The I2_S bytes are never read again; without this they would stay
   // resident next to their copy (+0.5 GiB for BitNet 2B-4T).
   f.release(t);

@@ -68,42 +68,63 @@ std::vector<uint8_t> encode_i2s(const std::vector<int8_t>& trits, float scale) {
 }
 
 // The tern TQ2_0 pack of a family as bitnet.cpp writes it: I2_S linears with
-// the per-tensor scale, file type 40, no tokenizer.ggml.pre.
+// the per-tensor scale at their logical width (tern's pack pads the FFN's
+// down projection to whole 256-blocks; I2_S stores its 128-blocks), file
+// type 40, no tokenizer.ggml.pre.
 void write_i2s(const std::string& family, const std::string& dst,
                const std::function<void(std::vector<int8_t>&)>& corrupt = nullptr) {
-  rewrite_file(fixture(family, "tq2_0.gguf"), dst, {"tokenizer.ggml.pre", "general.file_type"},
-               [&](const tern::gguf::TensorInfo& t, const tern::gguf::File& src, TensorType& type,
-                   std::vector<uint8_t>& bytes) {
-                 if (t.type != TensorType::TQ2_0) return;
-                 const int64_t K = int64_t(t.dims[0]), M = int64_t(t.dims[1]);
-                 const float scale = src.get("tern.scale." + t.name).as_f32_array("scale").at(0);
-                 std::vector<int8_t> trits(size_t(M * K));
-                 for (int64_t r = 0; r < M; ++r)
-                   tern::unpack_ternary_row(TensorType::TQ2_0, t.data + r * (K / 256) * 66, K,
-                                            &trits[size_t(r * K)]);
-                 if (corrupt) corrupt(trits);
-                 bytes = encode_i2s(trits, scale);
-                 type = TensorType::I2_S;
-               });
+  const std::string src = fixture(family, "tq2_0.gguf");
+  const int64_t ffn = tern::gguf::File::open(src).get("bitnet-b1.58.feed_forward_length").as_int("ffn");
+  tern::test::rewrite_file_dims(
+      src, dst, {"tokenizer.ggml.pre", "general.file_type"},
+      [&](const tern::gguf::TensorInfo& t, const tern::gguf::File& file, TensorType& type,
+          std::vector<uint64_t>& dims, std::vector<uint8_t>& bytes) {
+        if (t.type != TensorType::TQ2_0) return;
+        const int64_t K = int64_t(t.dims[0]), M = int64_t(t.dims[1]);
+        const bool down = t.name.find("ffn_down") != std::string::npos;
+        const int64_t width = down ? ffn : K;  // the logical width, <= K
+        const float scale = file.get("tern.scale." + t.name).as_f32_array("scale").at(0);
+        std::vector<int8_t> row(static_cast<size_t>(K));                  // [K] one stored row
+        std::vector<int8_t> trits(static_cast<size_t>(M * width));        // [M][width]
+        for (int64_t r = 0; r < M; ++r) {
+          tern::unpack_ternary_row(TensorType::TQ2_0, t.data + r * (K / 256) * 66, K, row.data());
+          std::copy_n(row.begin(), width, trits.begin() + r * width);
+        }
+        if (corrupt) corrupt(trits);
+        bytes = encode_i2s(trits, scale);
+        type = TensorType::I2_S;
+        dims[0] = uint64_t(width);
+      });
 }
 
-TEST(ForeignGguf, BitnetCppI2sRunsExactlyAsTheTq2Pack) {
+// Lossless: the same trits and the same f32 scale as tern's own pack, on
+// every kernel (those that prepare their own layout free the repack).
+void expect_i2s_runs_as_tq2_pack(const std::string& family) {
   const fs::path dir = tern::test::test_dir();
-  const std::string i2s = (dir / "ggml-model-i2_s.gguf").string();
-  write_i2s("bitnet-2b4t", i2s);
+  const std::string i2s = (dir / ("ggml-model-i2_s-" + family + ".gguf")).string();
+  write_i2s(family, i2s);
   auto m = tern::Model::load(i2s);
   EXPECT_EQ(m->config().family->gguf_arch, "bitnet-b1.58");
   EXPECT_EQ(m->config().act_mode, tern::ActMode::Int8);  // the family's, no tern key
   EXPECT_TRUE(m->config().tied_output);
-  // Lossless: the same trits and the same f32 scale as tern's own pack, on
-  // every kernel (those that prepare their own layout free the repack).
   int ran = 0;
   for (const tern::KernelSet* k : tern::all_kernel_sets()) {
     if (!k->available(tern::cpu_features()) || !tern::kernel_supports(*k, tern::ActMode::Int8)) continue;
-    EXPECT_EQ(logits(i2s, k->name), logits(fixture("bitnet-2b4t", "tq2_0.gguf"), k->name)) << k->name;
+    EXPECT_EQ(logits(i2s, k->name), logits(fixture(family, "tq2_0.gguf"), k->name)) << k->name;
     ++ran;
   }
   EXPECT_GE(ran, 2);  // scalar and at least one SIMD set
+}
+
+TEST(ForeignGguf, BitnetCppI2sRunsExactlyAsTheTq2Pack) { expect_i2s_runs_as_tq2_pack("bitnet-2b4t"); }
+
+// An FFN of 384: I2_S rows of three 128-blocks, which bitnet.cpp writes and
+// runs; tern pads them to two TQ2_0 blocks, as its own pack of the same
+// checkpoint does, and gets the same logits.
+TEST(ForeignGguf, BitnetCppI2sRowsOfWhole128BlocksRunAsTheTq2Pack) {
+  expect_i2s_runs_as_tq2_pack("bitnet-2b4t-i384");
+  auto m = tern::Model::load(fixture("bitnet-2b4t-i384", "tq2_0.gguf"));
+  EXPECT_EQ(m->config().hidden_dim, 384);
 }
 
 TEST(ForeignGguf, I2sCodeThreeIsRefusedWithTensorAndRow) {

@@ -32,6 +32,11 @@ for fam in bitnet-2b4t bitnet-2b4t-bf16 falcon3 llama3-1.58 1bitllm 1bitllm-3b t
   "$tern" pack "$out/family-$fam/hf" -o "$out/family-$fam/tq2_0.gguf" --type tq2_0 --verify >/dev/null
   "$tern" pack "$out/family-$fam/hf" -o "$out/family-$fam/tq1_0.gguf" --type tq1_0 --verify >/dev/null
 done
+# 2B-4T with an FFN of 384 (three 128-weight I2_S blocks, not whole TQ2_0
+# blocks): bitnet.cpp's I2_S of it (tests/model/test_foreign_gguf.cpp).
+/usr/bin/python3 "$here/families/make_family_checkpoint.py" "$out/family-bitnet-2b4t-i384/hf" --family bitnet-2b4t \
+  --seed 3 --intermediate 384
+"$tern" pack "$out/family-bitnet-2b4t-i384/hf" -o "$out/family-bitnet-2b4t-i384/tq2_0.gguf" --verify >/dev/null
 # A Q6_K head, the type llama-quantize gives heads by default: llama.cpp's
 # perplexity of it is a golden (tests/model/test_llamacpp_agreement.cpp).
 "$tern" pack "$out/family-llama3-1.58/hf" -o "$out/family-llama3-1.58/q6_k-head.gguf" --output-type q6_k \

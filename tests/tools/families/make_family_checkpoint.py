@@ -239,10 +239,15 @@ def main():
     # Outlier channels of the int8-quantized norms (count, low, high gain):
     # a knob for tuning the fixture's sensitivity; the tests use the default.
     ap.add_argument("--outliers", default="3,6,12")
+    # Another FFN width (bitnet.cpp's I2_S rows of whole 128-weight blocks
+    # that are not whole 256-weight ones: --intermediate 384).
+    ap.add_argument("--intermediate", type=int, default=0)
     a = ap.parse_args()
     n_out, out_lo, out_hi = a.outliers.split(",")
     n_out, out_lo, out_hi = int(n_out), float(out_lo), float(out_hi)
     spec = Spec(a.family)
+    if a.intermediate:
+        spec.inter = a.intermediate
     rng = np.random.default_rng(a.seed)
     fd = spec.float_dtype
 
