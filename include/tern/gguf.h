@@ -32,7 +32,9 @@ enum class TensorType : uint32_t {
   I8 = 24, I16 = 25, I32 = 26, I64 = 27, F64 = 28, BF16 = 30,
   TQ1_0 = 34, TQ2_0 = 35,
   I2_S = 36,                 // bitnet.cpp (its fork's id; upstream ggml retired 36)
+  Q1_0 = 41, Q2_0 = 42,      // ggml's group-scaled binary and 2-bit types (docs/FORMAT.md)
   IQ1_BN = 134, IQ2_BN = 135,  // ik_llama.cpp
+  PQ2_0 = 142, PTQ1_0 = 143,   // PrismML's fork: 128-weight groups (Ternary Bonsai)
   // tern's own: Fairy2i phase codes (include/tern/phase.h). An id far from
   // ggml's and its forks', so no other engine mistakes the bytes for its own.
   FAIRY2I = 29797,
@@ -96,6 +98,10 @@ struct TensorInfo {
   uint64_t offset = 0;         // relative to the data section
   uint64_t nbytes = 0;
   const uint8_t* data = nullptr;  // points into the mapping (reader only)
+  // Declared Q2_0 (42) but holding PQ2_0's 128-weight blocks, as PrismML's
+  // Ternary Bonsai files of April 2026 do (PrismML-Eng/llama.cpp #167): the
+  // reader tells them apart by size and sets type to PQ2_0.
+  bool declared_q2_0 = false;
 
   uint64_t n_elements() const;
   std::string shape_string() const;  // "[2560, 6912]"

@@ -124,6 +124,45 @@ std::string shape_of(const std::vector<uint64_t>& dims) {
 
 }  // namespace
 
+namespace {
+
+// Whether every tensor's data lies inside the file and none overlaps the next.
+bool extents_fit(const std::vector<TensorInfo>& ts, uint64_t data_start, uint64_t size) {
+  std::vector<const TensorInfo*> order;
+  for (const auto& t : ts) {
+    uint64_t end;
+    if (__builtin_add_overflow(data_start + t.offset, t.nbytes, &end) || end > size) return false;
+    order.push_back(&t);
+  }
+  std::sort(order.begin(), order.end(), [](auto* a, auto* b) { return a->offset < b->offset; });
+  for (size_t k = 1; k < order.size(); ++k)
+    if (order[k]->offset < order[k - 1]->offset + order[k - 1]->nbytes) return false;
+  return true;
+}
+
+// Type 42 is ggml's Q2_0 (64-weight blocks of 18 bytes), but PrismML's
+// Ternary Bonsai files of April 2026 declare it for 128-weight blocks of 34
+// bytes, PQ2_0's layout. When the declared layout does not fit the file
+// (a tensor overlaps the next or runs past the end) and PQ2_0's fits every
+// tensor, the Q2_0 tensors are read as PQ2_0; otherwise nothing changes and
+// the checks below name the problem.
+void resolve_q2_0_layout(std::vector<TensorInfo>& ts, uint64_t data_start, uint64_t size) {
+  const auto is_q2 = [](const TensorInfo& t) { return t.type == TensorType::Q2_0; };
+  if (std::none_of(ts.begin(), ts.end(), is_q2) || extents_fit(ts, data_start, size)) return;
+  std::vector<TensorInfo> alt = ts;
+  const TypeTraits& pq = traits(TensorType::PQ2_0);
+  for (auto& t : alt) {
+    if (!is_q2(t)) continue;
+    if (t.dims[0] % pq.block_size != 0) return;
+    t.nbytes = row_bytes(TensorType::PQ2_0, t.dims[0]) * (t.n_elements() / t.dims[0]);  // <= the Q2_0 size
+    t.type = TensorType::PQ2_0;
+    t.declared_q2_0 = true;
+  }
+  if (extents_fit(alt, data_start, size)) ts = std::move(alt);
+}
+
+}  // namespace
+
 void File::parse_all() {
   Cursor c(base_, size_, path_);
   if (size_ == 0) c.fail("empty file (not a GGUF file)");
@@ -209,6 +248,7 @@ void File::parse_all() {
 
   // The data section starts at the first aligned position after the infos.
   const uint64_t data_start = (c.pos() + alignment_ - 1) / alignment_ * alignment_;
+  resolve_q2_0_layout(tensors_, data_start, size_);
   for (auto& t : tensors_) {
     uint64_t begin, end;
     if (__builtin_add_overflow(data_start, t.offset, &begin) ||

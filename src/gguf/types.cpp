@@ -24,7 +24,10 @@ struct Entry {
 // FAIRY2I is tern's (include/tern/phase.h): a 32-byte block covers 64
 // complex columns of one complex row, i.e. 128 real columns of two real
 // rows, so per real row it is 16 bytes per 128 elements.
-constexpr std::array<Entry, 26> kTypes{{
+// Q1_0 and Q2_0 are ggml's (ggml-common.h: 128 signs with an fp16 d in 18
+// bytes; 64 2-bit codes with an fp16 d in 18 bytes); PQ2_0 and PTQ1_0 are
+// PrismML's fork's, 128 weights per fp16 d (34 and 28 bytes).
+constexpr std::array<Entry, 30> kTypes{{
     {0, {"F32", 1, 4}},        {1, {"F16", 1, 2}},        {2, {"Q4_0", 32, 18}},
     {3, {"Q4_1", 32, 20}},     {6, {"Q5_0", 32, 22}},     {7, {"Q5_1", 32, 24}},
     {8, {"Q8_0", 32, 34}},     {9, {"Q8_1", 32, 36}},     {10, {"Q2_K", 256, 84}},
@@ -33,7 +36,8 @@ constexpr std::array<Entry, 26> kTypes{{
     {25, {"I16", 1, 2}},       {26, {"I32", 1, 4}},       {27, {"I64", 1, 8}},
     {28, {"F64", 1, 8}},       {30, {"BF16", 1, 2}},      {34, {"TQ1_0", 256, 54}},
     {35, {"TQ2_0", 256, 66}},  {36, {"I2_S", 128, 32, 32}}, {134, {"IQ1_BN", 64, 13}},
-    {135, {"IQ2_BN", 64, 16}}, {29797, {"FAIRY2I", 128, 16}},
+    {135, {"IQ2_BN", 64, 16}}, {29797, {"FAIRY2I", 128, 16}}, {41, {"Q1_0", 128, 18}},
+    {42, {"Q2_0", 64, 18}},    {142, {"PQ2_0", 128, 34}}, {143, {"PTQ1_0", 128, 28}},
 }};
 
 const TypeTraits* lookup(uint32_t id) {

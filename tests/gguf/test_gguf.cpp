@@ -25,6 +25,9 @@ TEST(TypeTraits, MatchGgmlBlockGeometry) {
       // 32-byte tail per tensor) and ik_llama.cpp's BitNet types.
       {TensorType::I2_S, "I2_S", 128, 32},   {TensorType::IQ1_BN, "IQ1_BN", 64, 13},
       {TensorType::IQ2_BN, "IQ2_BN", 64, 16},
+      // Group-scaled: ggml's Q1_0 and Q2_0, PrismML's PQ2_0 and PTQ1_0.
+      {TensorType::Q1_0, "Q1_0", 128, 18},   {TensorType::Q2_0, "Q2_0", 64, 18},
+      {TensorType::PQ2_0, "PQ2_0", 128, 34}, {TensorType::PTQ1_0, "PTQ1_0", 128, 28},
   };
   for (const auto& r : rows) {
     EXPECT_STREQ(traits(r.t).name, r.name);
@@ -44,6 +47,54 @@ TEST(TypeTraits, RowBytes) {
   EXPECT_EQ(row_bytes(TensorType::F16, 7), 14u);
   EXPECT_THROW(row_bytes(TensorType::TQ2_0, 100), tern::Error);
   EXPECT_THROW(row_bytes(TensorType::F32, std::numeric_limits<uint64_t>::max()), tern::Error);
+}
+
+// Two type-42 tensors of [1024, 2] laid out at `second`: 576 bytes each as
+// ggml's Q2_0 (64-weight blocks), 544 in the 128-weight blocks PrismML's
+// April 2026 Bonsai files hold under the same id.
+std::vector<uint8_t> two_q2_0_tensors(uint64_t second, size_t data_bytes) {
+  Bytes b = header(2, 0);
+  b.tensor("a", {1024, 2}, 42, 0).tensor("b", {1024, 2}, 42, second).pad_to(32).zeros(data_bytes);
+  return b.b;
+}
+
+TEST(Q2_0Layout, SizesTellTheTwoLayoutsApart) {
+  // Packed at 544 bytes: the 64-weight reading overlaps, the 128-weight one fits.
+  std::vector<uint8_t> bonsai = two_q2_0_tensors(544, 2 * 544);
+  const File f = File::parse(bonsai, "bonsai.gguf");
+  for (const auto& t : f.tensors()) {
+    EXPECT_EQ(t.type, TensorType::PQ2_0) << t.name;
+    EXPECT_TRUE(t.declared_q2_0);
+    EXPECT_EQ(t.nbytes, 544u);
+  }
+  // Packed at 576: ggml's layout fits and is kept.
+  std::vector<uint8_t> mainline = two_q2_0_tensors(576, 2 * 576);
+  const File g = File::parse(mainline, "q2_0.gguf");
+  for (const auto& t : g.tensors()) {
+    EXPECT_EQ(t.type, TensorType::Q2_0) << t.name;
+    EXPECT_FALSE(t.declared_q2_0);
+    EXPECT_EQ(t.nbytes, 576u);
+  }
+}
+
+TEST(Q2_0Layout, AFileThatFitsNeitherKeepsTheDeclaredLayoutsError) {
+  // Overlapping under both readings: the error is the declared layout's.
+  std::vector<uint8_t> bad = two_q2_0_tensors(512, 2 * 576);
+  try {
+    File::parse(bad, "bad.gguf");
+    ADD_FAILURE() << "parsed";
+  } catch (const tern::Error& e) {
+    EXPECT_STREQ(e.what(), "bad.gguf: tensors 'a' and 'b' overlap");
+  }
+  // Cut short of even the 128-weight size: runs past the end as Q2_0.
+  std::vector<uint8_t> cut = two_q2_0_tensors(544, 544 + 100);
+  try {
+    File::parse(cut, "cut.gguf");
+    ADD_FAILURE() << "parsed";
+  } catch (const tern::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("cut.gguf: tensor 'b' data [offset 544, 576 bytes] runs past end"),
+              std::string::npos) << e.what();
+  }
 }
 
 TEST(RoundTrip, EveryValueType) {
