@@ -122,22 +122,26 @@ std::string shape_of(const std::vector<uint64_t>& dims) {
   return t.shape_string();
 }
 
-}  // namespace
-
-namespace {
-
-// Whether every tensor's data lies inside the file and none overlaps the next.
-bool extents_fit(const std::vector<TensorInfo>& ts, uint64_t data_start, uint64_t size) {
-  std::vector<const TensorInfo*> order;
+// The first problem with where the tensors' data lies (past the end of the
+// file, or overlapping the next tensor), or "" when every extent fits.
+std::string extent_problem(const std::vector<TensorInfo>& ts, uint64_t data_start, uint64_t size) {
   for (const auto& t : ts) {
-    uint64_t end;
-    if (__builtin_add_overflow(data_start + t.offset, t.nbytes, &end) || end > size) return false;
-    order.push_back(&t);
+    uint64_t begin, end;
+    if (__builtin_add_overflow(data_start, t.offset, &begin) ||
+        __builtin_add_overflow(begin, t.nbytes, &end) || end > size)
+      return "tensor " + detail::quoted(t.name) + " data [offset " + std::to_string(t.offset) + ", " +
+             std::to_string(t.nbytes) + " bytes] runs past end of file (size " + std::to_string(size) + ")";
   }
-  std::sort(order.begin(), order.end(), [](auto* a, auto* b) { return a->offset < b->offset; });
+  std::vector<const TensorInfo*> order;
+  order.reserve(ts.size());
+  for (const auto& t : ts) order.push_back(&t);
+  std::sort(order.begin(), order.end(),
+            [](const TensorInfo* a, const TensorInfo* b) { return a->offset < b->offset; });
   for (size_t k = 1; k < order.size(); ++k)
-    if (order[k]->offset < order[k - 1]->offset + order[k - 1]->nbytes) return false;
-  return true;
+    if (order[k]->offset < order[k - 1]->offset + order[k - 1]->nbytes)
+      return "tensors " + detail::quoted(order[k - 1]->name) + " and " + detail::quoted(order[k]->name) +
+             " overlap";
+  return "";
 }
 
 // Type 42 is ggml's Q2_0 (64-weight blocks of 18 bytes), but PrismML's
@@ -148,7 +152,7 @@ bool extents_fit(const std::vector<TensorInfo>& ts, uint64_t data_start, uint64_
 // the checks below name the problem.
 void resolve_q2_0_layout(std::vector<TensorInfo>& ts, uint64_t data_start, uint64_t size) {
   const auto is_q2 = [](const TensorInfo& t) { return t.type == TensorType::Q2_0; };
-  if (std::none_of(ts.begin(), ts.end(), is_q2) || extents_fit(ts, data_start, size)) return;
+  if (std::none_of(ts.begin(), ts.end(), is_q2) || extent_problem(ts, data_start, size).empty()) return;
   std::vector<TensorInfo> alt = ts;
   const TypeTraits& pq = traits(TensorType::PQ2_0);
   for (auto& t : alt) {
@@ -158,7 +162,7 @@ void resolve_q2_0_layout(std::vector<TensorInfo>& ts, uint64_t data_start, uint6
     t.type = TensorType::PQ2_0;
     t.declared_q2_0 = true;
   }
-  if (extents_fit(alt, data_start, size)) ts = std::move(alt);
+  if (extent_problem(alt, data_start, size).empty()) ts = std::move(alt);
 }
 
 }  // namespace
@@ -249,25 +253,9 @@ void File::parse_all() {
   // The data section starts at the first aligned position after the infos.
   const uint64_t data_start = (c.pos() + alignment_ - 1) / alignment_ * alignment_;
   resolve_q2_0_layout(tensors_, data_start, size_);
-  for (auto& t : tensors_) {
-    uint64_t begin, end;
-    if (__builtin_add_overflow(data_start, t.offset, &begin) ||
-        __builtin_add_overflow(begin, t.nbytes, &end) || end > size_)
-      c.fail("tensor " + detail::quoted(t.name) + " data [offset " + std::to_string(t.offset) + ", " +
-             std::to_string(t.nbytes) + " bytes] runs past end of file (size " +
-             std::to_string(size_) + ")");
-    t.data = base_ + begin;
-  }
-
-  std::vector<const TensorInfo*> order;
-  order.reserve(tensors_.size());
-  for (const auto& t : tensors_) order.push_back(&t);
-  std::sort(order.begin(), order.end(),
-            [](const TensorInfo* a, const TensorInfo* b) { return a->offset < b->offset; });
-  for (size_t k = 1; k < order.size(); ++k)
-    if (order[k]->offset < order[k - 1]->offset + order[k - 1]->nbytes)
-      c.fail("tensors " + detail::quoted(order[k - 1]->name) + " and " +
-             detail::quoted(order[k]->name) + " overlap");
+  if (const std::string problem = extent_problem(tensors_, data_start, size_); !problem.empty())
+    c.fail(problem);
+  for (auto& t : tensors_) t.data = base_ + data_start + t.offset;
 }
 
 }  // namespace tern::gguf
