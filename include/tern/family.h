@@ -24,24 +24,28 @@ enum class RopeStyle { Pairs, Halves };
 enum class ScaleConvention { Divide, Multiply };
 
 struct Family {
-  std::string_view name;         // shown by `tern info`, e.g. "BitNet b1.58 (2B-4T)"
-  std::string_view gguf_arch;    // general.architecture and hyperparameter key prefix
-  std::string_view hf_arch;      // config.json architectures[0] that selects it
-  std::string_view hf_act;       // hidden_act of its reference; config.json must agree
-  FfnAct ffn_act;
-  RopeStyle rope;                // layout in the GGUF file (the packer permutes for Pairs)
+  std::string_view name = {};         // shown by `tern info`, e.g. "BitNet b1.58 (2B-4T)"
+  std::string_view gguf_arch = {};    // general.architecture and hyperparameter key prefix
+  std::string_view hf_arch = {};      // config.json architectures[0] that selects it
+  std::string_view hf_act = {};       // hidden_act of its reference; config.json must agree
+  FfnAct ffn_act = FfnAct::SiLU;
+  RopeStyle rope = RopeStyle::Pairs;  // layout in the GGUF file (the packer permutes for Pairs)
   // Sub-norms: an RMSNorm of the attention output before o_proj, and of
   // act(gate) * up before down_proj. Empty: the family has none. The GGUF
   // names are llama.cpp's blk.N.attn_sub_norm / blk.N.ffn_sub_norm.
-  std::string_view hf_attn_sub_norm;  // under model.layers.N.
-  std::string_view hf_ffn_sub_norm;
+  std::string_view hf_attn_sub_norm = {};  // under model.layers.N.
+  std::string_view hf_ffn_sub_norm = {};
+  // Per-head RMSNorms of q and k over head_dim, before RoPE (Qwen3), with
+  // the model's eps. Empty: none. GGUF blk.N.attn_q_norm / attn_k_norm.
+  std::string_view hf_q_norm = {};  // under model.layers.N.
+  std::string_view hf_k_norm = {};
   // Float linears are latent weights ternarized by absmean per tensor at
   // pack time, as the reference does in every forward (1bitLLM). Otherwise
   // float linears must already be ternary per row (TriLM), unless
   // quantization_config says bitnet.
-  bool latent_weights;
-  bool int8_activations;  // per-token absmax int8 inputs, unless the file says otherwise
-  ScaleConvention default_scale;  // when quantization_config names no linear_class
+  bool latent_weights = false;
+  bool int8_activations = false;  // per-token absmax int8 inputs, unless the file says otherwise
+  ScaleConvention default_scale = ScaleConvention::Divide;  // when quantization_config names no linear_class
   // Fairy2i: every linear and the head are widely-linear complex maps in
   // phase codes (include/tern/phase.h), quantized from a float checkpoint
   // by `tern pack --fairy2i`, never selected by config.json alone.
@@ -52,6 +56,7 @@ struct Family {
   bool exact_float_acts = false;
 
   bool has_sub_norms() const { return !hf_attn_sub_norm.empty(); }
+  bool has_qk_norms() const { return !hf_q_norm.empty(); }
 };
 
 std::span<const Family> families();

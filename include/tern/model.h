@@ -16,6 +16,7 @@
 #include "tern/gguf.h"
 #include "tern/kernel_choice.h"
 #include "tern/kernels.h"
+#include "tern/ops.h"
 
 namespace tern {
 
@@ -26,10 +27,12 @@ struct Config {
   int n_layers = 0;
   int n_heads = 0;
   int n_kv_heads = 0;
-  int head_dim = 0;     // dim / n_heads unless the file says otherwise
+  int head_dim = 0;     // attention.key_length, or dim / n_heads; q_dim() need not be dim
   int vocab_size = 0;
   int context_length = 0;  // trained context; the default KV cache size
   float rope_theta = 10000.0f;
+  ops::Yarn yarn;           // rope.scaling.* (type yarn); factor 1 when the file has none
+  ops::RopeTable rope_table;  // from head_dim, rope_theta and yarn
   float norm_eps = 1e-5f;
   ActMode act_mode = ActMode::Float;  // how ternary linears see their input
   gguf::TensorType weight_type = gguf::TensorType::TQ2_0;
@@ -39,6 +42,7 @@ struct Config {
   FfnAct ffn_act = FfnAct::SiLU;
   RopeStyle rope = RopeStyle::Pairs;
   bool sub_norms = false;
+  bool qk_norms = false;  // RMSNorm of each q and k head before RoPE (Qwen3)
   // Fairy2i: every linear and the head are phase linears (Linear::phase).
   bool phase = false;
   // An RMSNorm on the input of every ternary linear (transformers'
@@ -81,6 +85,8 @@ struct LayerWeights {
   Linear wq;                         // [q_dim x dim], rows interleaved for RoPE
   Linear wk;                         // [kv_dim x dim]
   Linear wv;                         // [kv_dim x dim]
+  const float* attn_q_norm = nullptr;    // [head_dim], each q head's, qk-norm families only
+  const float* attn_k_norm = nullptr;    // [head_dim], each k head's
   const float* attn_sub_norm = nullptr;  // [q_dim], sub-norm families only
   Linear wo;                         // [dim x q_dim]
   const float* ffn_norm = nullptr;   // [dim]

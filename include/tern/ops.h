@@ -3,15 +3,34 @@
 // versions, and the forward pass composes them.
 #pragma once
 #include <cstdint>
+#include <vector>
 
 namespace tern::ops {
 
 // out[i] = x[i] / sqrt(mean(x^2) + eps) * w[i]
 void rmsnorm(float* out, const float* x, const float* w, int n, float eps);
 
-// The cosine and sine of position pos's angles pos * theta^(-2i/head_dim),
-// i < head_dim/2: cs[2i], cs[2i+1]. A token's angles are the same in every
-// layer and for q and k, so the forward pass computes them once per token.
+// YaRN context extension (arXiv 2309.00071) as transformers'
+// _compute_yarn_parameters and llama.cpp's rope_yarn compute it: a factor
+// of 1 is plain RoPE.
+struct Yarn {
+  double factor = 1;       // rope_scaling.factor: how far the trained context is stretched
+  int orig_ctx = 0;        // original_max_position_embeddings: the trained context
+  double beta_fast = 32;   // rotations below which a frequency is interpolated
+  double beta_slow = 1;    // ... and above which it is kept (extrapolated)
+};
+// RoPE's frequency per angle i < head_dim/2 and the scale of its cosines
+// and sines; computed once per model.
+struct RopeTable {
+  std::vector<double> freq;  // [head_dim/2] theta^(-2i/head_dim), YaRN-blended
+  double mscale = 1;         // YaRN's 0.1 ln(factor) + 1 on cos and sin; 1 without
+};
+RopeTable rope_table(int head_dim, double theta, const Yarn& yarn = {});
+// The cosine and sine of position pos's angles pos * freq[i], times
+// mscale: cs[2i], cs[2i+1]. A token's angles are the same in every layer
+// and for q and k, so the forward pass computes them once per token.
+void rope_angles(float* cs, int pos, const RopeTable& t);
+// Plain RoPE: rope_angles of rope_table(head_dim, theta).
 void rope_angles(float* cs, int head_dim, int pos, float theta);
 // Rotates adjacent pairs (x[2i], x[2i+1]) of every head by angle i of cs:
 // llama.cpp's "normal" RoPE, which the packer's q/k row permutation targets.

@@ -293,8 +293,14 @@ void Step::rope_store_head(int l, int i, int g) {
   const int HD = c_.head_dim, G = c_.n_heads / c_.n_kv_heads;
   const auto rope = c_.rope == RopeStyle::Pairs ? ops::rope : ops::rope_halves;
   const float* cs = s_.rope_cs.data() + size_t(i) * HD;
-  rope(s_.q.data() + size_t(i) * c_.q_dim() + size_t(g) * G * HD, G, HD, cs);
-  float* k = s_.k.data() + size_t(i) * c_.kv_dim() + size_t(g) * HD;
+  float* q = s_.q.data() + size_t(i) * c_.q_dim() + size_t(g) * G * HD;  // [G][HD]
+  float* k = s_.k.data() + size_t(i) * c_.kv_dim() + size_t(g) * HD;     // [HD]
+  const LayerWeights& L = w_.layers[size_t(l)];
+  if (L.attn_q_norm) {  // Qwen3: each head normalized on its own, before RoPE
+    for (int h = 0; h < G; ++h) ops::rmsnorm(q + size_t(h) * HD, q + size_t(h) * HD, L.attn_q_norm, HD, c_.norm_eps);
+    ops::rmsnorm(k, k, L.attn_k_norm, HD, c_.norm_eps);
+  }
+  rope(q, G, HD, cs);
   rope(k, 1, HD, cs);
   const BatchToken& b = batch_[i];
   const size_t ek = kv_.key_bytes();
@@ -463,7 +469,7 @@ void Step::run(float* logits) {
   const int D = c_.dim, HD = c_.head_dim;
   for (int i = 0; i < n_; ++i) {
     ModelAccess::embed(m_, batch_[i].token, s_.x.data() + size_t(i) * D);
-    ops::rope_angles(s_.rope_cs.data() + size_t(i) * HD, HD, batch_[i].pos, c_.rope_theta);
+    ops::rope_angles(s_.rope_cs.data() + size_t(i) * HD, batch_[i].pos, c_.rope_table);
   }
   for (int l = 0; l < c_.n_layers; ++l) {
     attention(l);

@@ -54,6 +54,27 @@ float fparam_or(const gguf::File& f, const std::string& key, float def) {
   return v ? float(v->as_float(key)) : def;
 }
 
+// llama.cpp's rope.scaling keys. YaRN only: other kinds (linear, longrope)
+// and YaRN variants tern does not compute (an attention factor of its
+// own, DeepSeek's log multiplier) are refused rather than run wrong.
+ops::Yarn read_yarn(const gguf::File& f, const std::string& p, int context_length) {
+  ops::Yarn y;
+  const gguf::Value* type = f.find(p + "rope.scaling.type");
+  const std::string t = type ? type->as_string(p + "rope.scaling.type") : "none";
+  if (t == "none") return y;
+  if (t != "yarn") throw file_error(f.path(), p + "rope.scaling.type '" + t + "' is not supported (tern runs yarn)");
+  if (fparam_or(f, p + "rope.scaling.attn_factor", 1) != 1 || fparam_or(f, p + "rope.scaling.yarn_log_multiplier", 0) != 0)
+    throw file_error(f.path(), p + "rope.scaling: an attn_factor or yarn_log_multiplier of its own is not supported");
+  y.factor = fparam_or(f, p + "rope.scaling.factor", 0);
+  y.orig_ctx = hparam_or(f, p + "rope.scaling.original_context_length", 1, 1 << 24, context_length);
+  y.beta_fast = fparam_or(f, p + "rope.scaling.yarn_beta_fast", 32);
+  y.beta_slow = fparam_or(f, p + "rope.scaling.yarn_beta_slow", 1);
+  if (!(y.factor >= 1) || !std::isfinite(y.factor) || !(y.beta_slow > 0) || !(y.beta_fast >= y.beta_slow) ||
+      !std::isfinite(y.beta_fast))
+    throw file_error(f.path(), p + "rope.scaling: yarn needs factor >= 1 and beta_fast >= beta_slow > 0");
+  return y;
+}
+
 Config read_config(const gguf::File& f) {
   const std::string arch = f.get("general.architecture").as_string("general.architecture");
   Config c;
@@ -68,20 +89,28 @@ Config read_config(const gguf::File& f) {
   c.n_heads = hparam(f, p + "attention.head_count", 1, 1024);
   c.n_kv_heads = hparam_or(f, p + "attention.head_count_kv", 1, c.n_heads, c.n_heads);
   c.context_length = hparam(f, p + "context_length", 1, 1 << 24);
-  c.head_dim = hparam_or(f, p + "rope.dimension_count", 2, 1 << 12, c.dim / c.n_heads);
+  // llama.cpp's head size is attention.key_length (Qwen3-4B: 128 with 32
+  // heads over 2560); older files state only rope.dimension_count.
+  const int rot = hparam_or(f, p + "rope.dimension_count", 2, 1 << 12, 0);
+  c.head_dim = hparam_or(f, p + "attention.key_length", 2, 1 << 12, rot ? rot : c.dim / c.n_heads);
+  if (rot && rot != c.head_dim)
+    throw file_error(f.path(), p + "rope.dimension_count " + std::to_string(rot) + " is not the head size " +
+                                   std::to_string(c.head_dim) + " (tern rotates whole heads)");
+  if (hparam_or(f, p + "attention.value_length", 2, 1 << 12, c.head_dim) != c.head_dim)
+    throw file_error(f.path(), p + "attention.value_length differs from attention.key_length");
   c.rope_theta = fparam_or(f, p + "rope.freq_base", 10000.0f);
   c.norm_eps = fparam_or(f, p + "attention.layer_norm_rms_epsilon", 1e-5f);
   if (c.n_heads % c.n_kv_heads != 0)
     throw file_error(f.path(), "head_count " + std::to_string(c.n_heads) +
                                    " is not a multiple of head_count_kv " +
                                    std::to_string(c.n_kv_heads));
-  if (c.head_dim % 2 != 0 || c.head_dim * c.n_heads != c.dim)
-    throw file_error(f.path(), "head dimension " + std::to_string(c.head_dim) +
-                                   " does not fit embedding_length " + std::to_string(c.dim) +
-                                   " with " + std::to_string(c.n_heads) + " heads");
+  if (c.head_dim % 2 != 0)
+    throw file_error(f.path(), "head dimension " + std::to_string(c.head_dim) + " is odd");
   if (!(c.rope_theta > 0) || !(c.norm_eps > 0) || !std::isfinite(c.rope_theta) || !std::isfinite(c.norm_eps))
     throw file_error(f.path(), "rope.freq_base and layer_norm_rms_epsilon must be positive and finite (they are " +
                                    std::to_string(c.rope_theta) + " and " + std::to_string(c.norm_eps) + ")");
+  c.yarn = read_yarn(f, p, c.context_length);
+  c.rope_table = ops::rope_table(c.head_dim, c.rope_theta, c.yarn);
   // A block_count below the file's layers would silently drop the rest.
   for (const gguf::TensorInfo& t : f.tensors()) {
     int layer = -1;
@@ -92,6 +121,7 @@ Config read_config(const gguf::File& f) {
   c.ffn_act = c.family->ffn_act;
   c.rope = c.family->rope;
   c.sub_norms = c.family->has_sub_norms();
+  c.qk_norms = c.family->has_qk_norms();
   c.phase = c.family->phase_linears;
   if (const gguf::Value* eps = f.find("tern.linear_norm_eps")) {
     c.linear_norm_eps = float(eps->as_float("tern.linear_norm_eps"));
@@ -356,6 +386,10 @@ void Model::load_layer(int l) {
   L.wq = load("attn_q", c.q_dim(), c.dim, c.dim);
   L.wk = load("attn_k", c.kv_dim(), c.dim, c.dim);
   L.wv = load("attn_v", c.kv_dim(), c.dim, c.dim);
+  if (c.qk_norms) {
+    L.attn_q_norm = norm_vector(f, p + "attn_q_norm.weight", c.head_dim);
+    L.attn_k_norm = norm_vector(f, p + "attn_k_norm.weight", c.head_dim);
+  }
   if (c.sub_norms) L.attn_sub_norm = norm_vector(f, p + "attn_sub_norm.weight", c.q_dim());
   L.wo = load("attn_output", c.dim, c.q_dim(), c.q_dim());
   L.ffn_norm = norm_vector(f, p + "ffn_norm.weight", c.dim);
@@ -406,6 +440,7 @@ void for_each_linear(const Weights& w, Fn fn) {
 
 int64_t norm_floats(const Config& c) {
   const int64_t per_layer = 2 * int64_t(c.dim) + (c.sub_norms ? c.q_dim() + c.hidden_dim : 0) +
+                            (c.qk_norms ? 2 * c.head_dim : 0) +
                             (c.linear_norm_eps > 0 ? 5 * int64_t(c.dim) + c.q_dim() + c.hidden_dim : 0);
   return c.n_layers * per_layer + c.dim;
 }

@@ -22,14 +22,42 @@ void rmsnorm(float* out, const float* x, const float* w, int n, float eps) {
   for (int i = 0; i < n; ++i) out[i] = x[i] * inv * w[i];
 }
 
-void rope_angles(float* cs, int head_dim, int pos, float theta) {
-  // Angles in double: at long positions float angle error would dominate.
-  for (int i = 0; i < head_dim / 2; ++i) {
-    const double freq = std::pow(double(theta), -2.0 * i / head_dim);
-    const double a = pos * freq;
-    cs[2 * i] = float(std::cos(a));
-    cs[2 * i + 1] = float(std::sin(a));
+RopeTable rope_table(int head_dim, double theta, const Yarn& yarn) {
+  RopeTable t;
+  const int half = head_dim / 2;
+  t.freq.resize(size_t(half));
+  for (int i = 0; i < half; ++i) t.freq[size_t(i)] = std::pow(theta, -2.0 * i / head_dim);
+  if (!(yarn.factor > 1)) return t;
+  // The angle index whose wavelength turns `rotations` times over the
+  // trained context; below `low` (fast) frequencies keep their angle,
+  // past `high` (slow) they are divided by the factor, and in between the
+  // two are mixed along a linear ramp.
+  const auto corr_dim = [&](double rotations) {
+    return head_dim * std::log(yarn.orig_ctx / (rotations * 2 * M_PI)) / (2 * std::log(theta));
+  };
+  const double low = std::max(0.0, std::floor(corr_dim(yarn.beta_fast)));
+  const double high = std::min(double(head_dim - 1), std::ceil(corr_dim(yarn.beta_slow)));
+  const double span = high == low ? 0.001 : high - low;  // transformers' and llama.cpp's guard
+  for (int i = 0; i < half; ++i) {
+    const double keep = 1 - std::clamp((i - low) / span, 0.0, 1.0);
+    const double f = t.freq[size_t(i)];
+    t.freq[size_t(i)] = f / yarn.factor * (1 - keep) + f * keep;
   }
+  t.mscale = 0.1 * std::log(yarn.factor) + 1;
+  return t;
+}
+
+void rope_angles(float* cs, int pos, const RopeTable& t) {
+  // Angles in double: at long positions float angle error would dominate.
+  for (size_t i = 0; i < t.freq.size(); ++i) {
+    const double a = pos * t.freq[i];
+    cs[2 * i] = float(std::cos(a) * t.mscale);
+    cs[2 * i + 1] = float(std::sin(a) * t.mscale);
+  }
+}
+
+void rope_angles(float* cs, int head_dim, int pos, float theta) {
+  rope_angles(cs, pos, rope_table(head_dim, theta));
 }
 
 // Head by head, each head's values in order: the q and k a prompt's

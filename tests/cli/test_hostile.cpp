@@ -449,6 +449,26 @@ TEST_F(Gaps, InfiniteRopeThetaOrEpsIsRefused) {
                "must be positive and finite");
 }
 
+// RoPE keys that would change every angle silently: a scaling tern does
+// not compute, a YaRN factor below 1 or NaN, a rotary width that is not
+// the head's.
+TEST_F(Gaps, RopeScalingTernDoesNotComputeIsRefused) {
+  using tern::gguf::Value;
+  expect_error(cli("info " + quote(with_key("linear", "rope.scaling.type", Value::string("linear")))),
+               "rope.scaling.type 'linear' is not supported (tern runs yarn)");
+  const std::string yarn = with_key("yarn", "rope.scaling.type", Value::string("yarn"));
+  for (const auto& [name, v] : {std::pair{"nan", NAN}, std::pair{"half", 0.5f}}) {
+    const std::string out = (dir_ / (std::string("factor-") + name + ".gguf")).string();
+    const tern::gguf::File f = tern::gguf::File::open(yarn);
+    const std::string arch = f.get("general.architecture").as_string("general.architecture");
+    tern::test::rewrite_file(yarn, out, {}, [](auto&&...) {}, tern::test::TernKeys::Keep,
+                             {{arch + ".rope.scaling.factor", Value::f32(v)}});
+    expect_error(cli("info " + quote(out), name), "yarn needs factor >= 1");
+  }
+  expect_error(cli("info " + quote(with_key("rot", "rope.dimension_count", Value::u32(16)))),
+               "rope.dimension_count 16 is not the head size");
+}
+
 TEST_F(Gaps, BlockCountBelowTheLayersIsRefused) {
   expect_error(cli("info " + quote(with_key("blocks", "block_count", tern::gguf::Value::u32(1)))),
                "tensor 'blk.1.");

@@ -29,6 +29,7 @@ const Case kCases[] = {
     {"ternary/tq2_0.gguf", tern::FloatActs::Exact},         // float kernels
     {"family-1bitllm-3b/tq2_0.gguf", tern::FloatActs::Int16},  // rows padded to whole blocks
     {"family-falcon-e/tq2_0.gguf", tern::FloatActs::Int16},    // linears with their own norms
+    {"family-qwen3/tq2_0.gguf", tern::FloatActs::Int16},       // q/k norms, YaRN past 64 positions
     {"fairy2i/w2.gguf", tern::FloatActs::Exact},            // phase linears
 };
 

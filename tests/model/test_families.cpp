@@ -68,6 +68,10 @@ const std::vector<FamilyCase>& cases() {
       // use_rms_norm: each ternary linear normalizes its own input.
       {"falcon-e", "llama", tern::ActMode::Int8,
        {"relu2-for-silu", "float-activations", "invert-scale", "no-linear-norms"}},
+      // Qwen3: per-head q/k norms, q wider than the model, YaRN; tied with
+      // one KV head.
+      {"qwen3", "qwen3", tern::ActMode::Float, {"relu2-for-silu", "no-qk-norms", "no-yarn"}},
+      {"qwen3-tied", "qwen3", tern::ActMode::Float, {"relu2-for-silu", "no-qk-norms"}},
   };
   return c;
 }
@@ -161,10 +165,15 @@ TEST_P(Families, LogitsMatchReference) {
     // Float noise (1e-7) puts some of the 65025 rounding steps' halfway
     // points between tern's x * s and the reference's: ~0.6% of inputs
     // round one step apart, which this random model amplifies to ~3e-4.
-    // The plain reference, which does not round, is 10x further away.
+    // The plain reference, which does not round, is 10x further away
+    // where the rounding moves the logits past that bound (TriLM: 4e-3).
+    // Where it moves them less (Qwen3's q/k norms absorb it: 2.5e-4, the
+    // size of the flips' noise), tern is within the bound of both and the
+    // two cannot be told apart; its float kernels are checked at 1e-4.
     EXPECT_LT(err, 1e-3) << r.variant;
     const auto exact = reference_logits(checkpoint(family()), kTokens, dir);
-    EXPECT_LT(err, 0.3 * rel_error(got, exact)) << "int16 rounding is not the reference's";
+    if (rel_error(ref, exact) > 1e-3)
+      EXPECT_LT(err, 0.3 * rel_error(got, exact)) << "int16 rounding is not the reference's";
   }
 }
 
@@ -303,8 +312,8 @@ TEST_P(FamiliesSensitivity, EveryFamilyFeatureMovesPerplexity) {
 }
 
 INSTANTIATE_TEST_SUITE_P(All, FamiliesSensitivity,
-                         ::testing::Values("bitnet-2b4t", "bitnet-2b4t-bf16", "falcon3",
-                                           "llama3-1.58", "1bitllm", "1bitllm-3b", "trilm", "falcon-e"),
+                         ::testing::Values("bitnet-2b4t", "bitnet-2b4t-bf16", "falcon3", "llama3-1.58",
+                                           "1bitllm", "1bitllm-3b", "trilm", "falcon-e", "qwen3", "qwen3-tied"),
                          [](const auto& info) { return param_name(info.param); });
 
 }  // namespace

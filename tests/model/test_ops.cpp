@@ -68,6 +68,33 @@ TEST(Ops, RopeAtPositionZeroIsIdentity) {
   EXPECT_EQ(x, y);
 }
 
+// YaRN keeps the fast angles (below the beta_fast correction dimension),
+// divides the slow ones (past beta_slow's) by the factor, ramps linearly
+// in between, and scales cos and sin by 0.1 ln(factor) + 1. Qwen3's
+// 128-wide heads, theta 1e6, 32768 trained positions: the dimensions are
+// floor(23.6) = 23 and ceil(39.7) = 40 (transformers' truncate).
+TEST(Ops, YarnBlendsFrequenciesAlongTheRamp) {
+  const tern::ops::RopeTable plain = tern::ops::rope_table(128, 1e6);
+  const tern::ops::RopeTable y = tern::ops::rope_table(128, 1e6, {.factor = 4, .orig_ctx = 32768});
+  ASSERT_EQ(y.freq.size(), 64u);
+  EXPECT_EQ(plain.mscale, 1.0);
+  EXPECT_DOUBLE_EQ(y.mscale, 0.1 * std::log(4.0) + 1);
+  for (int i = 0; i < 64; ++i) {
+    const double keep = 1 - std::clamp((i - 23.0) / (40.0 - 23.0), 0.0, 1.0);
+    EXPECT_DOUBLE_EQ(y.freq[size_t(i)], plain.freq[size_t(i)] * (keep + (1 - keep) / 4)) << i;
+  }
+  EXPECT_EQ(y.freq[23], plain.freq[23]);
+  EXPECT_EQ(y.freq[40], plain.freq[40] / 4);
+  // A factor of 1 is plain RoPE, bit for bit.
+  const tern::ops::RopeTable one = tern::ops::rope_table(128, 1e6, {.factor = 1, .orig_ctx = 32768});
+  EXPECT_EQ(one.freq, plain.freq);
+  std::vector<float> a(128), b(128);
+  tern::ops::rope_angles(a.data(), 77, y);
+  tern::ops::rope_angles(b.data(), 77, plain);
+  EXPECT_FLOAT_EQ(a[0], float(std::cos(77.0) * y.mscale));  // freq[0] = 1, kept
+  EXPECT_NE(a, b);
+}
+
 TEST(Ops, SoftmaxMatchesNaiveAndSurvivesLargeValues) {
   std::vector<float> x{1000.0f, 999.0f, -5.0f, 0.0f};
   auto y = x;

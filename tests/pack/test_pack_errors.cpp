@@ -144,7 +144,32 @@ TEST(PackerErrors, UnsupportedArchitecture) {
     c["model_type"] = "gpt2";
   });
   expect_pack_error(f, "config.json: unsupported architecture 'GPT2LMHeadModel' (tern packs "
-                       "LlamaForCausalLM, BitnetForCausalLM, BitNetForCausalLM)");
+                       "LlamaForCausalLM, BitnetForCausalLM, BitNetForCausalLM, Qwen3ForCausalLM)");
+}
+
+// RoPE scalings tern does not compute, and YaRN keys that would change its
+// arithmetic, are refused by name; a sliding window likewise.
+TEST(PackerErrors, RopeScalingOtherThanPlainYarn) {
+  Fixture f = setup();
+  const std::pair<json, std::string> cases[] = {
+      {{{"rope_type", "linear"}, {"factor", 2.0}}, "is not supported (tern runs yarn)"},
+      {{{"rope_type", "llama3"}, {"factor", 8.0}}, "is not supported (tern runs yarn)"},
+      {{{"rope_type", "yarn"}}, "rope_scaling of type yarn has no factor"},
+      {{{"rope_type", "yarn"}, {"factor", 0.5}}, "rope_scaling.factor must be a number of at least 1"},
+      {{{"type", "yarn"}, {"factor", 4.0}, {"attention_factor", 1.2}}, "rope_scaling.attention_factor 1.2 is not supported"},
+      {{{"rope_type", "yarn"}, {"factor", 4.0}, {"truncate", false}}, "rope_scaling.truncate false is not supported"},
+      {{{"rope_type", "yarn"}, {"factor", 4.0}, {"beta_fast", 0.5}}, "yarn needs beta_fast >= beta_slow > 0"},
+      {{{"rope_type", "yarn"}, {"factor", 4.0}, {"short_factor", 1}}, "rope_scaling.short_factor is not a YaRN key"},
+  };
+  for (const auto& [scaling, want] : cases) {
+    edit_config(f.ckpt, [&](json& c) { c["rope_scaling"] = scaling; });
+    expect_pack_error(f, want);
+  }
+  edit_config(f.ckpt, [](json& c) {
+    c.erase("rope_scaling");
+    c["use_sliding_window"] = true;
+  });
+  expect_pack_error(f, "config.json: use_sliding_window is not supported");
 }
 
 TEST(PackerErrors, MissingTokenizer) {
@@ -222,6 +247,16 @@ TEST(PackerErrors, NonTernaryNamesTensorAndRow) {
   o.force_ternarize = true;
   EXPECT_NO_THROW(pack_checkpoint(o));
   EXPECT_TRUE(fs::exists(f.out));
+}
+
+// Ternary Bonsai's rows: ternary, one scale per 128 weights. The message
+// says what the row is and why it cannot be packed yet, not "not ternary".
+TEST(PackerErrors, GroupScaledRowSaysSo) {
+  Fixture f = setup();
+  std::vector<float> row(256);
+  for (size_t i = 0; i < row.size(); ++i) row[i] = float(int(i % 3) - 1) * (i < 128 ? 0.5f : 0.25f);
+  poke(f.ckpt, "model.layers.0.self_attn.q_proj.weight", 3, 0, row);
+  expect_pack_error(f, "row 3 is ternary with one scale per 128 weights (0.5 and 0.25), as Ternary Bonsai is");
 }
 
 TEST(PackerErrors, DenseNeedsTernarize) {

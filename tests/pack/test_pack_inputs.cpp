@@ -62,7 +62,7 @@ TEST(PackHfConfig, Errors) {
   write_text(dir + "/config.json", R"({"architectures":["MistralForCausalLM"],"model_type":"mistral"})");
   msg = error_of([&] { load_config(dir + "/config.json"); });
   EXPECT_NE(msg.find("config.json: unsupported architecture 'MistralForCausalLM' (tern packs "
-                     "LlamaForCausalLM, BitnetForCausalLM, BitNetForCausalLM)"),
+                     "LlamaForCausalLM, BitnetForCausalLM, BitNetForCausalLM, Qwen3ForCausalLM)"),
             std::string::npos) << msg;
 
   // 1bitLLM names its own class: the BitNet family, with its sub-norms.
@@ -95,6 +95,24 @@ TEST(PackHfConfig, Errors) {
   EXPECT_NE(msg.find("linear_class 'foo' is not supported"), std::string::npos) << msg;
   msg = error_of([&] { load_config(config_with(dir, R"(,"hidden_act":"gelu")")); });
   EXPECT_NE(msg.find("hidden_act \"gelu\" is not supported (LlamaForCausalLM uses silu)"), std::string::npos) << msg;
+}
+
+// YaRN as transformers reads it: the explicit factor, the trained context
+// from original_max_position_embeddings or else max_position_embeddings,
+// betas only when the config overrides them.
+TEST(PackHfConfig, YarnRopeScaling) {
+  const std::string dir = test_dir();
+  HfConfig c = load_config(config_with(dir, R"(,"rope_scaling":{"rope_type":"yarn","factor":4.0,)"
+                                            R"("original_max_position_embeddings":32768})"));
+  ASSERT_TRUE(c.yarn);
+  EXPECT_EQ(c.yarn->factor, 4.0);
+  EXPECT_EQ(c.yarn->original_ctx, 32768u);
+  EXPECT_FALSE(c.yarn->beta_fast);
+  c = load_config(config_with(dir, R"(,"rope_scaling":{"type":"yarn","factor":2,"beta_fast":16,"truncate":true})"));
+  ASSERT_TRUE(c.yarn);
+  EXPECT_EQ(c.yarn->original_ctx, c.max_position_embeddings);
+  EXPECT_EQ(c.yarn->beta_fast, 16.0);
+  EXPECT_FALSE(load_config(config_with(dir, R"(,"rope_scaling":{"rope_type":"default"})")).yarn);
 }
 
 // The family comes from architectures[0]; the weight_scale convention from

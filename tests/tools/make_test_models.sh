@@ -27,7 +27,7 @@ done
 # One tiny checkpoint per published ternary family, in its own Hugging Face
 # layout (tests/model/test_families.cpp checks each against
 # tests/tools/families/reference.py).
-for fam in bitnet-2b4t bitnet-2b4t-bf16 falcon3 llama3-1.58 1bitllm 1bitllm-3b trilm falcon-e; do
+for fam in bitnet-2b4t bitnet-2b4t-bf16 falcon3 llama3-1.58 1bitllm 1bitllm-3b trilm falcon-e qwen3 qwen3-tied; do
   /usr/bin/python3 "$here/families/make_family_checkpoint.py" "$out/family-$fam/hf" --family "$fam" --seed 3
   "$tern" pack "$out/family-$fam/hf" -o "$out/family-$fam/tq2_0.gguf" --type tq2_0 --verify >/dev/null
   "$tern" pack "$out/family-$fam/hf" -o "$out/family-$fam/tq1_0.gguf" --type tq1_0 --verify >/dev/null

@@ -32,17 +32,20 @@ void run_info(const std::string& path, const std::string& kernel, const std::str
               double(f.file_size()) / (1 << 20));
   if (const gguf::Value* v = f.find("general.name"))
     std::printf("name:            %s\n", printable(v->as_string("general.name")).c_str());
-  std::printf("architecture:    %s (family: %s; %s, RoPE on %s%s%s)\n",
+  std::printf("architecture:    %s (family: %s; %s, RoPE on %s%s%s%s)\n",
               printable(c.family->gguf_arch).c_str(), printable(c.family->name).c_str(),
               c.ffn_act == FfnAct::SiLU ? "SwiGLU" : "relu2 GLU",
               c.rope == RopeStyle::Pairs ? "adjacent pairs" : "halves",
-              c.sub_norms ? ", sub-norms" : "",
+              c.qk_norms ? ", q/k norms per head" : "", c.sub_norms ? ", sub-norms" : "",
               c.linear_norm_eps > 0 ? ", an RMSNorm inside every ternary linear" : "");
   std::printf("dim %d, ffn %d, layers %d, heads %d, kv heads %d, head dim %d\n", c.dim,
               c.hidden_dim, c.n_layers, c.n_heads, c.n_kv_heads, c.head_dim);
   std::printf("vocab %d, context %d, rope theta %g, norm eps %g, output %s\n", c.vocab_size,
               c.context_length, double(c.rope_theta), double(c.norm_eps),
               c.tied_output ? "tied to token_embd" : "separate");
+  if (c.yarn.factor > 1)
+    std::printf("rope scaling:    yarn, factor %g over a trained context of %d (beta fast %g, slow %g)\n",
+                c.yarn.factor, c.yarn.orig_ctx, c.yarn.beta_fast, c.yarn.beta_slow);
   std::printf("activation mode: %s\n", act_name(*model));
   if (const gguf::Value* v = f.find("tern.scale_rule"))
     std::printf("scale rule:      %s\n", printable(v->as_string("tern.scale_rule")).c_str());

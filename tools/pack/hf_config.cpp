@@ -68,6 +68,45 @@ struct Reader {
   }
 };
 
+
+// rope_scaling: null, or YaRN as transformers reads it. Anything else
+// (linear, dynamic, llama3, longrope, or a YaRN key that changes the
+// arithmetic: attention_factor, mscale, truncate false) is refused rather
+// than run wrong. With original_max_position_embeddings, the explicit
+// factor wins over max_position_embeddings / original, as in current
+// transformers and llama.cpp's converter.
+std::optional<HfConfig::Yarn> rope_scaling(const Reader& r, uint32_t max_positions) {
+  if (!r.j.contains("rope_scaling") || r.j["rope_scaling"].is_null()) return std::nullopt;
+  const json& q = r.j["rope_scaling"];
+  const auto unsupported = [&] { return r.bad("rope_scaling " + q.dump() + " is not supported (tern runs yarn)"); };
+  if (!q.is_object()) throw unsupported();
+  const json type = q.contains("rope_type") ? q["rope_type"] : q.contains("type") ? q["type"] : json();
+  if (type == "default" && q.size() == 1) return std::nullopt;
+  if (type != "yarn") throw unsupported();
+  HfConfig::Yarn y;
+  for (const auto& [key, v] : q.items()) {
+    const auto number = [&](double lo) {
+      const double d = v.is_number() ? v.get<double>() : NAN;
+      if (!(d >= lo) || !std::isfinite(d) || d > 1e9)
+        throw r.bad("rope_scaling." + key + " must be a number of at least " + std::to_string(lo) + ", got " + v.dump());
+      return d;
+    };
+    if (key == "rope_type" || key == "type") continue;
+    if (key == "factor") y.factor = number(1);
+    else if (key == "original_max_position_embeddings") y.original_ctx = uint32_t(number(1));
+    else if (key == "beta_fast") y.beta_fast = number(0);
+    else if (key == "beta_slow") y.beta_slow = number(0);
+    else if (key == "truncate" && v == true) continue;
+    else if (key == "attention_factor" || key == "mscale" || key == "mscale_all_dim" || key == "truncate")
+      throw r.bad("rope_scaling." + key + " " + v.dump() + " is not supported");
+    else throw r.bad("rope_scaling." + key + " is not a YaRN key tern knows");
+  }
+  if (!q.contains("factor")) throw r.bad("rope_scaling of type yarn has no factor");
+  if (y.original_ctx == 0) y.original_ctx = max_positions;
+  if (y.beta_fast.value_or(32) < y.beta_slow.value_or(1) || y.beta_slow.value_or(1) <= 0)
+    throw r.bad("rope_scaling: yarn needs beta_fast >= beta_slow > 0");
+  return y;
+}
 }  // namespace
 
 HfConfig load_config(const std::string& path) {
@@ -96,8 +135,7 @@ HfConfig load_config(const std::string& path) {
   c.scale_convention = c.family->default_scale;
 
   // Features the family's forward pass would silently get wrong.
-  if (j.contains("rope_scaling") && !j["rope_scaling"].is_null())
-    throw r.bad("rope_scaling " + j["rope_scaling"].dump() + " is not supported");
+  if (r.flag("use_sliding_window", false)) throw r.bad("use_sliding_window is not supported");
   if (r.flag("attention_bias", false)) throw r.bad("attention_bias is not supported");
   if (r.flag("mlp_bias", false)) throw r.bad("mlp_bias is not supported");
   if (j.contains("hidden_act") && j["hidden_act"] != c.family->hf_act)
@@ -113,6 +151,7 @@ HfConfig load_config(const std::string& path) {
   c.max_position_embeddings = r.dim("max_position_embeddings");
   c.rms_norm_eps = r.positive_float("rms_norm_eps");
   c.rope_theta = r.positive_float("rope_theta", 10000.0f);
+  c.yarn = rope_scaling(r, c.max_position_embeddings);
   c.tie_word_embeddings = r.flag("tie_word_embeddings", false);
   c.bos_token_id = r.token_id("bos_token_id");
   c.eos_token_id = r.token_id("eos_token_id");

@@ -22,6 +22,14 @@ struct HfConfig {
   uint32_t max_position_embeddings = 0;
   float rms_norm_eps = 0;
   float rope_theta = 10000.0f;
+  // rope_scaling of type yarn: factor (> 1) and the trained context; the
+  // betas when the config overrides transformers' 32 and 1.
+  struct Yarn {
+    double factor = 1;
+    uint32_t original_ctx = 0;
+    std::optional<double> beta_fast, beta_slow;
+  };
+  std::optional<Yarn> yarn;
   bool tie_word_embeddings = false;
   std::optional<uint32_t> bos_token_id, eos_token_id;
   std::string quant_method;  // quantization_config.quant_method, "" if none

@@ -1,7 +1,7 @@
 // Packer: HF checkpoint of a family (tern/family.h) -> GGUF. ARCH below is
 // the family's GGUF architecture: llama, bitnet (1bitLLM, as llama.cpp names
-// it) or bitnet-b1.58 (BitNet 2B-4T, as bitnet.cpp names it). Every key the
-// packer writes:
+// it), bitnet-b1.58 (BitNet 2B-4T, as bitnet.cpp names it) or qwen3. Every
+// key the packer writes:
 //
 // Standard keys (llama.cpp / bitnet.cpp read them for that architecture):
 //   general.architecture                  string  ARCH
@@ -19,6 +19,10 @@
 //   ARCH.attention.layer_norm_rms_epsilon f32     rms_norm_eps
 //   ARCH.rope.freq_base                   f32     rope_theta
 //   ARCH.rope.dimension_count             u32     head_dim
+//   ARCH.rope.scaling.type                string  "yarn", when config.json's rope_scaling is YaRN; then
+//   ARCH.rope.scaling.factor              f32     its factor
+//   ARCH.rope.scaling.original_context_length u32 its original_max_position_embeddings
+//   ARCH.rope.scaling.yarn_beta_fast/_slow f32    its beta_fast / beta_slow, when it has them
 //   ARCH.vocab_size                       u32     vocab_size (== token count == embedding rows)
 //   tokenizer.ggml.*, tokenizer.chat_template: the checkpoint's tokenizer as
 //                                         llama.cpp's converter writes it (model "llama" for
@@ -55,7 +59,8 @@
 //                                      names; llama.cpp does not run such a file)
 //
 // Tensors (GGUF dims are the safetensors shape reversed): token_embd.weight,
-// then per layer blk.N.{attn_norm, attn_q, attn_k, attn_v, [attn_sub_norm],
+// then per layer blk.N.{attn_norm, attn_q, attn_k, attn_v, [attn_q_norm,
+// attn_k_norm (Qwen3)], [attn_sub_norm],
 // attn_output, ffn_norm, ffn_gate, ffn_up, [ffn_sub_norm], ffn_down}.weight
 // (sub-norms for the bitnet families), then output_norm.weight and
 // output.weight (absent when tied). With --fairy2i (ARCH fairy2i) the seven
@@ -107,6 +112,13 @@ void set_metadata(gguf::Writer& w, const PackInputs& in, const PackOptions& o) {
   w.set(key("attention.layer_norm_rms_epsilon"), Value::f32(c.rms_norm_eps));
   w.set(key("rope.freq_base"), Value::f32(c.rope_theta));
   w.set(key("rope.dimension_count"), Value::u32(c.head_dim));
+  if (c.yarn) {
+    w.set(key("rope.scaling.type"), Value::string("yarn"));
+    w.set(key("rope.scaling.factor"), Value::f32(float(c.yarn->factor)));
+    w.set(key("rope.scaling.original_context_length"), Value::u32(c.yarn->original_ctx));
+    if (c.yarn->beta_fast) w.set(key("rope.scaling.yarn_beta_fast"), Value::f32(float(*c.yarn->beta_fast)));
+    if (c.yarn->beta_slow) w.set(key("rope.scaling.yarn_beta_slow"), Value::f32(float(*c.yarn->beta_slow)));
+  }
   w.set(key("vocab_size"), Value::u32(c.vocab_size));
 
   tok::write_spec(w, in.tok, tok::KeyGroup::Standard);

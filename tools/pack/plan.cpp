@@ -64,6 +64,10 @@ std::vector<Expect> expected_tensors(const HfConfig& c, bool with_output) {
     linear("self_attn.q_proj", "attn_q", Q, H, permute ? c.n_heads : 0);
     linear("self_attn.k_proj", "attn_k", KV, H, permute ? c.n_kv_heads : 0);
     linear("self_attn.v_proj", "attn_v", KV, H);
+    if (fam.has_qk_norms()) {
+      e.push_back({s + std::string(fam.hf_q_norm), g + "attn_q_norm.weight", Role::Norm, {c.head_dim}});
+      e.push_back({s + std::string(fam.hf_k_norm), g + "attn_k_norm.weight", Role::Norm, {c.head_dim}});
+    }
     if (fam.has_sub_norms())
       e.push_back({s + std::string(fam.hf_attn_sub_norm), g + "attn_sub_norm.weight", Role::Norm, {Q}});
     linear("self_attn.o_proj", "attn_output", H, Q);
@@ -95,6 +99,16 @@ float packed_scale(const Checkpoint& ckpt, const StTensor& s, ScaleConvention co
     throw file_error(s.file->path(), "tensor '" + s.name + "' is " + fmt_float(ws) +
                                          ", not a positive scale");
   return conv == ScaleConvention::Multiply ? ws : 1.0f / ws;
+}
+
+// PrismML's group size: Ternary Bonsai is ternary with one fp16 scale per
+// 128 consecutive weights of a row.
+constexpr uint64_t kGroup = 128;
+bool ternary_per_group(const float* row, uint64_t n) {
+  float a = 0, b = 0;
+  for (uint64_t g = 0; g < n; g += kGroup)
+    if (!exact_row_scale(row + g, std::min(kGroup, n - g), &a, &b)) return false;
+  return true;
 }
 
 bool ends_with(const std::string& s, const std::string& suffix) {
@@ -341,6 +355,12 @@ void analyze_ternary(PlanTensor& t, const std::vector<float>& data, ScaleRule ru
     for (uint64_t r = 0; r < t.rows; ++r) {
       float a = 0, b = 0;
       auto s = exact_row_scale(&data[r * t.cols], t.cols, &a, &b);
+      if (!s && ternary_per_group(&data[r * t.cols], t.cols))
+        throw file_error(path, "tensor '" + t.src_name + "' row " + std::to_string(r) +
+                                   " is ternary with one scale per " + std::to_string(kGroup) +
+                                   " weights (" + fmt_float(a) + " and " + fmt_float(b) +
+                                   "), as Ternary Bonsai is; TQ2_0 and TQ1_0 hold one scale per row, "
+                                   "and tern does not write the group-scaled types yet");
       if (!s)
         throw file_error(path, "tensor '" + t.src_name + "' row " + std::to_string(r) +
                                    " is not ternary (values " + fmt_float(a) + " and " +

@@ -109,6 +109,14 @@ void verify_packed(const PackOptions& o, const std::function<void(uint64_t)>& pr
       (eps && float(eps->as_float("tern.linear_norm_eps")) != *in.cfg.linear_norm_eps))
     throw file_error(f.path(), "tern.linear_norm_eps differs from quantization_config.rms_norm_eps");
   expect_string("tern.activation_mode", in.cfg.int8_activations() ? "int8" : "float");
+  // YaRN moves every position's angles, and no tensor shows it.
+  const std::string rs = std::string(in.cfg.family->gguf_arch) + ".rope.scaling.";
+  const gguf::Value* yarn = f.find(rs + "type");
+  if (bool(yarn) != bool(in.cfg.yarn) ||
+      (yarn && (f.get(rs + "factor").as_float(rs + "factor") != float(in.cfg.yarn->factor) ||
+                f.get(rs + "original_context_length").as_uint(rs + "original_context_length") !=
+                    in.cfg.yarn->original_ctx)))
+    throw file_error(f.path(), rs + "* differ from config.json's rope_scaling");
   const uint64_t ftype = o.type == TensorType::TQ1_0 ? 36 : 37;
   if (!in.phase_stages && f.get("general.file_type").as_uint("general.file_type") != ftype)
     throw file_error(f.path(), "general.file_type is not " + std::to_string(ftype));

@@ -18,6 +18,12 @@ trilm           SpectraSuite TriLM_*_Unpacked              FP16 [O, I], already 
 falcon-e        tiiuae/Falcon-E-* as transformers'          U8 [O/4, I] + BF16 weight_scale [1], W = T * scale,
                 BitNetQuantConfig(use_rms_norm=True) saves it  and <linear>.rms_norm.weight [I] before each
                 (the real config.json is UNCONFIRMED)      linear (eps quantization_config.rms_norm_eps)
+qwen3           Qwen3-8B's layout (Ternary Bonsai's base):  BF16 [O, I], s_row * {-1, 0, 1}; q_norm/k_norm
+                untied, head_dim 128 over 4 heads of a      [head_dim] per layer; rope_scaling yarn (factor 8
+                256-wide model (q is 512 wide, as Qwen3-4B  over 64 trained positions: batches reach past
+                has 4096 over 2560), 2 KV heads             it, and 11 of the 64 angles are on the ramp)
+qwen3-tied      Qwen3-1.7B's: tied embeddings, head_dim     as qwen3, no rope_scaling
+                hidden / heads, 1 KV head
 
 Dimensions are tiny (hidden 256, intermediate 512, 2 layers, 4 heads; see
 1bitllm-3b for the exception) and the
@@ -51,7 +57,7 @@ HIDDEN, INTER, LAYERS, HEADS = 256, 512, 2, 4
 HEAD_DIM = HIDDEN // HEADS
 
 FAMILIES = ["bitnet-2b4t", "bitnet-2b4t-bf16", "falcon3", "llama3-1.58", "1bitllm", "1bitllm-3b",
-            "trilm", "falcon-e"]
+            "trilm", "falcon-e", "qwen3", "qwen3-tied"]
 
 
 # ---------------------------------------------------------------------------
@@ -126,6 +132,8 @@ class Spec:
         self.tied = False
         self.vocab_pad = 0
         self.linear_norms = False      # use_rms_norm: an RMSNorm inside every linear
+        self.head_dim = None           # config head_dim when it is not hidden / heads
+        self.qk_norms = False          # Qwen3's per-head q_norm / k_norm
         if family in ("bitnet-2b4t", "bitnet-2b4t-bf16"):
             self.kv_heads = 1          # 20 heads / 5 KV heads in the real model: 4 per group
             self.sub_norms = ("self_attn.attn_sub_norm.weight", "mlp.ffn_sub_norm.weight")
@@ -157,6 +165,14 @@ class Spec:
             self.linear = "rowternary"
             self.float_dtype = "F16"
             self.act = "silu"
+        elif family in ("qwen3", "qwen3-tied"):
+            self.linear = "rowternary"
+            self.act = "silu"
+            self.qk_norms = True
+            if family == "qwen3":
+                self.kv_heads, self.head_dim = 2, 128
+            else:
+                self.kv_heads, self.tied = 1, True
         else:
             raise SystemExit("unknown family " + family)
 
@@ -220,6 +236,18 @@ def config_for(spec, vocab):
                 "quantization_mode": "offline", "use_rms_norm": True, "rms_norm_eps": 1e-6,
                 "modules_to_not_convert": None},
         }
+    elif f in ("qwen3", "qwen3-tied"):
+        c = {
+            "architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "hidden_act": "silu",
+            "head_dim": spec.head_dim or spec.hidden // spec.heads,
+            "max_position_embeddings": 512 if f == "qwen3" else 40960, "max_window_layers": LAYERS,
+            "rms_norm_eps": 1e-6, "rope_theta": 1000000.0, "rope_scaling": None,
+            "sliding_window": None, "use_sliding_window": False,
+            "tie_word_embeddings": spec.tied, "torch_dtype": "bfloat16",
+            "attention_bias": False, "attention_dropout": 0.0, "transformers_version": "4.51.0",
+        }
+        if f == "qwen3":  # as Qwen's model cards extend it (factor x the trained context)
+            c["rope_scaling"] = {"rope_type": "yarn", "factor": 8.0, "original_max_position_embeddings": 64}
     else:  # trilm
         c = {
             "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_act": "silu",
@@ -292,7 +320,8 @@ def main():
     # Per-linear scales: outputs of O(1) for q/k/v/gate/up from unit-RMS
     # inputs of width 256, block outputs comparable to the embedding.
     HIDDEN, INTER = spec.hidden, spec.inter  # noqa: N806 (the family's, not the defaults)
-    kv = spec.kv_heads * (HIDDEN // spec.heads)
+    hd = spec.head_dim or HIDDEN // spec.heads
+    q_rows, kv = spec.heads * hd, spec.kv_heads * hd
     # A tied head reads the embedding: keep it small next to the block
     # outputs, or the residual makes every token predict itself.
     emb_std = 0.25 if spec.tied else 1.0
@@ -302,13 +331,18 @@ def main():
     for l in range(LAYERS):
         p = "model.layers.%d." % l
         t = [(p + "input_layernorm.weight", norm(HIDDEN), fd)]
-        t += linear(p + "self_attn.q_proj.weight", HIDDEN, HIDDEN, qk)
+        t += linear(p + "self_attn.q_proj.weight", q_rows, HIDDEN, qk)
         t += linear(p + "self_attn.k_proj.weight", kv, HIDDEN, qk)
         t += linear(p + "self_attn.v_proj.weight", kv, HIDDEN, 0.08)
+        if spec.qk_norms:
+            # No outlier channels: they feed no int8 input, and gains of 12
+            # on q and k would make every attention row one-hot.
+            t += [(p + "self_attn.q_norm.weight", round_to(rng.uniform(0.5, 1.5, size=hd), fd), fd),
+                  (p + "self_attn.k_norm.weight", round_to(rng.uniform(0.5, 1.5, size=hd), fd), fd)]
         if spec.sub_norms:
             t += [(p + spec.sub_norms[0], norm(HIDDEN), fd)]
-        t += linear(p + "self_attn.o_proj.weight", HIDDEN, HIDDEN,
-                    0.09 if spec.sub_norms else 0.12)
+        t += linear(p + "self_attn.o_proj.weight", HIDDEN, q_rows,
+                    0.09 if spec.sub_norms else 0.12 * np.sqrt(HIDDEN / q_rows))
         t += [(p + "post_attention_layernorm.weight", norm(HIDDEN), fd)]
         t += linear(p + "mlp.gate_proj.weight", INTER, HIDDEN, 0.08)
         t += linear(p + "mlp.up_proj.weight", INTER, HIDDEN, 0.08)

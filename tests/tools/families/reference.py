@@ -15,6 +15,11 @@ code computes, in float32 (ternary x int8 products exactly):
   BitnetForCausalLM (1bitLLM): latent weights, weight_quant absmean per tensor,
       activation_quant int8 per token, silu, inner_attn_ln / ffn_layernorm
   LlamaForCausalLM without quantization_config (TriLM): plain float Llama
+  Qwen3ForCausalLM (Ternary Bonsai's base): float Llama with q_norm / k_norm,
+      an RMSNorm of each head over head_dim before RoPE; rope_scaling yarn as
+      transformers' _compute_yarn_parameters (explicit factor, beta 32 / 1,
+      truncated correction range, attention factor 0.1 ln(factor) + 1 on
+      cos and sin)
 
 All: pre-norm RMSNorm (config rms_norm_eps), rotate_half RoPE, causal GQA
 softmax attention with 1/sqrt(head_dim).
@@ -38,7 +43,7 @@ usage:
   reference.py CKPT greedy --n N --prompt CSV OUT.txt
   --mutate WHAT (any command): a deliberately wrong variant, WHAT in
       silu-for-relu2, relu2-for-silu, float-activations, no-sub-norms, invert-scale,
-      no-linear-norms;
+      no-linear-norms, no-qk-norms, no-yarn;
       or llamacpp: the same model in llama.cpp's CPU arithmetic (below);
       or int16-activations: a float-activation model (TriLM) with each
       ternary linear's input rounded per token to 16 bits (24 where 16
@@ -58,7 +63,7 @@ import sys
 import numpy as np
 
 MUTATIONS = ["silu-for-relu2", "relu2-for-silu", "float-activations", "no-sub-norms", "invert-scale",
-             "no-linear-norms", "llamacpp", "int16-activations"]
+             "no-linear-norms", "llamacpp", "int16-activations", "no-qk-norms", "no-yarn"]
 F32 = np.float32
 QK_K = 256  # ggml's super-block: q8_K, TQ1_0 and TQ2_0 blocks
 
@@ -198,13 +203,33 @@ def rms_norm(x, w, eps):
     return (w * (x / np.sqrt(var + eps)).astype(F32)).astype(F32)
 
 
-def rope(x, pos, theta):
-    # rotate_half: inv_freq = theta^(-arange(0, d, 2)/d); emb = cat(freqs, freqs)
-    d = x.shape[-1]
+def rope_inv_freq(d, theta, yarn=None):
+    """inv_freq [d/2] and the cos/sin scale; yarn: the config's rope_scaling."""
     inv = 1.0 / (theta ** (np.arange(0, d, 2, dtype=np.float64) / d))
+    if not yarn:
+        return inv, 1.0
+    factor = float(yarn["factor"])
+    orig = yarn["original_max_position_embeddings"]
+    fast, slow = yarn.get("beta_fast") or 32, yarn.get("beta_slow") or 1
+
+    def corr(rot):
+        return d * np.log(orig / (rot * 2 * np.pi)) / (2 * np.log(theta))
+    low, high = max(np.floor(corr(fast)), 0), min(np.ceil(corr(slow)), d - 1)
+    if low == high:
+        high += 0.001
+    ramp = np.clip((np.arange(d // 2, dtype=np.float64) - low) / (high - low), 0, 1)
+    extrap = 1 - ramp
+    inv = (inv / factor) * (1 - extrap) + inv * extrap
+    return inv, (0.1 * np.log(factor) + 1.0) if factor > 1 else 1.0
+
+
+def rope(x, pos, theta, yarn=None):
+    # rotate_half: emb = cat(freqs, freqs); cos and sin times YaRN's attention factor
+    d = x.shape[-1]
+    inv, scale = rope_inv_freq(d, theta, yarn)
     ang = pos[:, None].astype(np.float64) * inv[None, :]
     emb = np.concatenate([ang, ang], axis=-1)
-    cos, sin = np.cos(emb)[:, None, :], np.sin(emb)[:, None, :]
+    cos, sin = (np.cos(emb) * scale)[:, None, :], (np.sin(emb) * scale)[:, None, :]
     rot = np.concatenate([-x[..., d // 2:], x[..., :d // 2]], axis=-1)
     return (x * cos + rot * sin).astype(F32)
 
@@ -233,6 +258,11 @@ class Model:
         self.eps = cfg["rms_norm_eps"]
         self.theta = cfg.get("rope_theta", 10000.0)
         self.act = cfg.get("hidden_act", "silu")
+        rs = cfg.get("rope_scaling")
+        self.yarn = rs if rs and rs.get("rope_type", rs.get("type")) == "yarn" and mutate != "no-yarn" else None
+        if rs and not self.yarn and mutate != "no-yarn":
+            raise SystemExit("unsupported rope_scaling %r" % rs)
+        self.qk_norms = arch == "Qwen3ForCausalLM" and mutate != "no-qk-norms"
 
         # Which linear each family's modeling code builds.
         if arch == "BitNetForCausalLM":
@@ -244,6 +274,8 @@ class Model:
         elif arch == "BitnetForCausalLM":
             self.kind, self.online = "1bitllm", True
             self.sub = ("self_attn.inner_attn_ln.weight", "mlp.ffn_layernorm.weight")
+        elif arch == "Qwen3ForCausalLM":
+            self.kind, self.online, self.sub = "float", False, None
         elif arch == "LlamaForCausalLM":
             if qc.get("quant_method") == "bitnet":
                 lc = qc.get("linear_class", "bitlinear")
@@ -387,7 +419,10 @@ class Model:
             q = self.linear(a, p + "self_attn.q_proj.weight").reshape(T, H, hd)
             k = self.linear(a, p + "self_attn.k_proj.weight").reshape(T, KVH, hd)
             v = self.linear(a, p + "self_attn.v_proj.weight").reshape(T, KVH, hd)
-            q, k = rope(q, pos, self.theta), rope(k, pos, self.theta)
+            if self.qk_norms:  # Qwen3: each head over head_dim, before RoPE
+                q = rms_norm(q, self.W[p + "self_attn.q_norm.weight"], eps)
+                k = rms_norm(k, self.W[p + "self_attn.k_norm.weight"], eps)
+            q, k = rope(q, pos, self.theta, self.yarn), rope(k, pos, self.theta, self.yarn)
             if self.mutate == "llamacpp":  # f16 KV cache; q meets it as F16
                 q, k, v = f16_round(q), f16_round(k), f16_round(v)
             if past is not None:
