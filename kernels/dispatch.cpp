@@ -5,6 +5,7 @@
 #include <string>
 
 #include "kernel_sets.h"
+#include "tern/quant_group.h"
 #include "tern/error.h"
 #include "tern/phase.h"
 #include "tern/quant.h"
@@ -129,7 +130,28 @@ void check_call(const TernaryMatrix& w, ActMode mode, int64_t n, int64_t r0, int
          std::to_string(w.rows) + ")");
 }
 
+void check_group_call(const GroupMatrix& w, int64_t n, int64_t ldy, int64_t r0, int64_t r1) {
+  auto fail = [](const std::string& problem) { throw Error("group-scaled kernel call: " + problem); };
+  if (group_size(w.type) == 0 || group_size(w.type) != w.group)
+    fail("weight type " + std::to_string(uint32_t(w.type)) + " with groups of " + std::to_string(w.group) +
+         " is not PQ2_0 or Q2_0");
+  if (w.cols <= 0 || w.cols % w.group != 0)
+    fail("cols " + std::to_string(w.cols) + " is not a positive multiple of " + std::to_string(w.group));
+  if (w.rows < 0 || (w.data == nullptr && w.rows > 0)) fail("matrix has no data");
+  if (n < 0 || (n > 1 && ldy < r1)) fail("bad vector count or output stride");
+  if (r0 < 0 || r0 > r1 || r1 > w.rows)
+    fail("row range [" + std::to_string(r0) + ", " + std::to_string(r1) + ") outside [0, " +
+         std::to_string(w.rows) + ")");
+}
+
 }  // namespace kernels_detail
+
+GroupGemmI8 group_gemm_i8_of(const KernelSet& s) {
+  return s.group_gemm_i8 ? s.group_gemm_i8 : scalar_kernels().group_gemm_i8;
+}
+GroupGemmF32 group_gemm_f32_of(const KernelSet& s) {
+  return s.group_gemm_f32 ? s.group_gemm_f32 : scalar_kernels().group_gemm_f32;
+}
 
 int64_t dense_row_bytes(gguf::TensorType type, int64_t K) {
   if (!is_dense_type(type))

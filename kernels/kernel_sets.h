@@ -31,6 +31,8 @@ void check_phase_call(const PhaseMatrix& w, int64_t n, int64_t ldy, int64_t r0, 
 // digits); returns the int8 vectors in xq.
 int64_t check_phase_i8_call(const PhaseMatrix& w, const int8_t* xq, int64_t n, const int* digits,
                             const float* xscale, int64_t ldy, int64_t r0, int64_t r1);
+// The same for a group-scaled matrix (PQ2_0 or Q2_0; ldy >= r1 when n > 1).
+void check_group_call(const GroupMatrix& w, int64_t n, int64_t ldy, int64_t r0, int64_t r1);
 // The same for a dense float matrix (F32, F16 or BF16; ldy >= r1 when n > 1).
 void check_dense_call(const DenseMatrix& w, int64_t n, int64_t ldy, int64_t r0, int64_t r1);
 

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <vector>
 
+#include "group_driver.h"
 #include "kernel_sets.h"
 #include "phase_driver.h"
 #include "tern/error.h"
@@ -222,13 +223,59 @@ void phase_gemm_i8(const PhaseMatrix& w, const int8_t* xq, int64_t n, const int*
   kernels_detail::phase_gemm_i8_driver<kMaxActDigits>(w, xq, n, digits, xscale, y, ldy, r0, r1, &phase_sums_i8);
 }
 
+// Group-scaled rows: each group's codes decoded and multiplied with every
+// vector; the driver combines the sums (kernels.h GroupGemmI8).
+void group_sums_i8(const uint8_t* row, int64_t G, int group, const int8_t* q, int64_t stride, int64_t count,
+                   int32_t* S) {
+  const int64_t bb = group_block_bytes(group);
+  for (int64_t g = 0; g < G; ++g) {
+    const uint8_t* qs = row + g * bb + 2;
+    for (int64_t v = 0; v < count; ++v) {
+      const int8_t* x = q + v * stride + g * group;
+      int32_t s = 0;
+      for (int j = 0; j < group; ++j) s += (q2_group_code(qs, j) - 1) * int32_t(x[j]);
+      S[v * G + g] = s;
+    }
+  }
+}
+
+void group_gemm_i8(const GroupMatrix& w, const int8_t* xq, int64_t n, const int* digits, const float* xscale,
+                   float* y, int64_t ldy, int64_t r0, int64_t r1) {
+  kernels_detail::group_gemm_i8_driver(w, xq, n, digits, xscale, y, ldy, r0, r1, &group_sums_i8);
+}
+
+void group_gemm_f32(const GroupMatrix& w, const float* x, int64_t n, float* y, int64_t ldy, int64_t r0,
+                    int64_t r1) {
+  kernels_detail::check_group_call(w, n, ldy, r0, r1);
+  const int64_t K = w.cols, G = w.groups(), bb = group_block_bytes(w.group);
+  for (int64_t r = r0; r < r1; ++r) {
+    const uint8_t* row = w.data + r * G * bb;
+    for (int64_t i = 0; i < n; ++i) {
+      const float* xi = x + i * K;
+      float acc = 0;
+      for (int64_t g = 0; g < G; ++g) {
+        const uint8_t* b = row + g * bb;
+        float s = 0;
+        for (int j = 0; j < w.group; ++j) s += float(q2_group_code(b + 2, j) - 1) * xi[g * w.group + j];
+        acc = std::fma(fp16_to_f32(uint16_t(b[0] | b[1] << 8)), s, acc);
+      }
+      y[i * ldy + r] = acc;
+    }
+  }
+}
+
 bool always(const CpuFeatures&) { return true; }
 
 }  // namespace
 
 const KernelSet& scalar_kernels() {
-  static const KernelSet set{"scalar", &always, &gemm_f32, &gemm_i8, &dense_gemm, nullptr, nullptr, &phase_gemm,
-                             &quantize_act_i8, &phase_gemm_i8};
+  static const KernelSet set = [] {
+    KernelSet s{"scalar", &always, &gemm_f32, &gemm_i8, &dense_gemm, nullptr, nullptr, &phase_gemm,
+                &quantize_act_i8, &phase_gemm_i8};
+    s.group_gemm_i8 = &group_gemm_i8;
+    s.group_gemm_f32 = &group_gemm_f32;
+    return s;
+  }();
   return set;
 }
 

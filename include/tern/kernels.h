@@ -132,6 +132,31 @@ using PhaseGemm = void (*)(const PhaseMatrix& w, const float* x, int64_t n, floa
 using PhaseGemmI8 = void (*)(const PhaseMatrix& w, const int8_t* xq, int64_t n, const int* digits,
                              const float* xscale, float* y, int64_t ldy, int64_t r0, int64_t r1);
 
+// A group-scaled matrix [rows x cols] (tern/quant_group.h: PQ2_0 or Q2_0
+// blocks, rows contiguous), weight (c - 1) * d_g with one fp16 d_g per
+// group of `group` weights, code 3 (+2 d) included.
+struct GroupMatrix {
+  gguf::TensorType type = gguf::TensorType::PQ2_0;
+  int64_t rows = 0, cols = 0;      // cols % group == 0
+  int group = 128;
+  const uint8_t* data = nullptr;   // rows * (cols / group) blocks
+  int64_t groups() const { return group ? cols / group : 0; }
+};
+// Int8 digits as PhaseGemmI8 takes them (token i: digits[i] vectors of cols
+// values in xq, most significant first, standing for their base-255 number
+// over xscale[i]): y[i * ldy + r] for r in [r0, r1). Per (row, token) and
+// group g, v_g is the exact integer sum of (c - 1) * x over the group
+// (int32 per digit, combined in int64); acc = fma(double(v_g),
+// double(d_g), acc) over g in increasing order from 0 (each product exact
+// in double); y = float(acc) * (1 / xscale[i]). Every set gives these bits.
+using GroupGemmI8 = void (*)(const GroupMatrix& w, const int8_t* xq, int64_t n, const int* digits,
+                             const float* xscale, float* y, int64_t ldy, int64_t r0, int64_t r1);
+// Float activations x[n][cols]: per (row, vector) and group, s_g = the
+// float sum in increasing k of (c - 1) * x[k] (exact products), acc =
+// fma(d_g, s_g, acc) in increasing g, y[i * ldy + r] = acc.
+using GroupGemmF32 = void (*)(const GroupMatrix& w, const float* x, int64_t n, float* y, int64_t ldy,
+                              int64_t r0, int64_t r1);
+
 // Int8 activations for the int8 mode: x[n] -> q[n], returning the scale,
 // byte for byte as quantize_act_i8 (quant.h), the scalar reference.
 using QuantizeI8 = float (*)(const float* x, int64_t n, int8_t* q);
@@ -162,7 +187,13 @@ struct KernelSet {
   const char* decodes_as = nullptr;
   Glu glu_silu = &silu_glu;  // every set has both
   Glu glu_relu2 = &relu2_glu;
+  // Group-scaled matrices; null: the scalar set's (same bits either way).
+  GroupGemmI8 group_gemm_i8 = nullptr;
+  GroupGemmF32 group_gemm_f32 = nullptr;
 };
+// The set's group-scaled kernels, or the scalar set's where it has none.
+GroupGemmI8 group_gemm_i8_of(const KernelSet& s);
+GroupGemmF32 group_gemm_f32_of(const KernelSet& s);
 
 // The read roof's loop (kernels/read_roof.cpp): sums the bytes p[0, n) (n
 // rounded down to kReadChunk, p 64-byte aligned) with the widest vector

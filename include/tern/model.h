@@ -60,16 +60,22 @@ struct FloatMatrix : DenseMatrix {
 };
 
 // A ternary linear y = W x with its exact f32 row scales, or in a Fairy2i
-// model a phase linear (phase.data set, w unused).
+// model a phase linear (phase.data set, w unused), or a group-scaled one
+// (group.data set, w unused).
 struct Linear {
   TernaryMatrix w;
   PhaseMatrix phase;                  // Fairy2i: [phase.rows complex rows x phase.cols] per stage
+  GroupMatrix group;                  // PQ2_0 / Q2_0 (Ternary Bonsai): [rows x cols], w unused
   std::vector<float> scales;          // [w.rows]; Fairy2i: [phase.stages][4]
   const float* in_norm = nullptr;     // [logical cols] its input's RMSNorm weight, if the file has them
   std::vector<uint8_t> converted;     // w's TQ2_0 bytes when the file holds another type (I2_S);
                                       // freed (w.data null) once a kernel has prepared its layout
   std::shared_ptr<const void> packed;  // the kernel set's own layout, if it has one
   const KernelSet* kernels = nullptr;  // the set this matrix runs on, its layout made for it
+
+  // Outputs and the width of the input rows the kernels read.
+  int64_t rows() const { return group.data ? group.rows : w.rows; }
+  int64_t cols() const { return group.data ? group.cols : w.cols; }
 
   // w and phase point into scales and converted: a move keeps their heap
   // buffers, a copy would leave the copy's pointers in the original.

@@ -199,14 +199,14 @@ void Step::linears(std::initializer_list<Product> ps, const float* x, int n, int
     else for (const Product& p : ps) linears({p}, x, n, in_dim);
     if (glu) {
       const Product &g = ps.begin()[0], &u = ps.begin()[1];
-      const size_t H = l0.phase.data ? 2 * size_t(l0.phase.rows) : size_t(l0.w.rows);
+      const size_t H = l0.phase.data ? 2 * size_t(l0.phase.rows) : size_t(l0.rows());
       for (size_t i = 0; i < size_t(n); ++i) glu(g.y + i * H, u.y + i * H, int(H));
     }
     return;
   }
   RunState& s = s_;
   const int digits = digits_;
-  const size_t K = size_t(l0.w.cols), D = size_t(in_dim);
+  const size_t K = size_t(l0.cols()), D = size_t(in_dim);
   // The input as the kernels read it: in xpad when normalized or padded to
   // whole blocks.
   const bool pad = norm || K != D;
@@ -246,7 +246,12 @@ void Step::linears(std::initializer_list<Product> ps, const float* x, int n, int
   const auto product = [&](const Product& p, int64_t first, int64_t r0, int64_t r1) {
     const TernaryMatrix& w = p.l->w;
     const KernelSet& ks = *p.l->kernels;  // --kernel auto: the set timed fastest on w's shape
-    const int64_t M = w.rows;
+    const int64_t M = p.l->rows();
+    if (const GroupMatrix& g = p.l->group; g.data) {  // group scales: the kernel applies them
+      if (digits) group_gemm_i8_of(ks)(g, s.xq.data(), n, s.xq_digits.data(), s.xq_scale.data(), p.y, M, r0, r1);
+      else group_gemm_f32_of(ks)(g, x, n, p.y, M, r0, r1);
+      return;
+    }
     if (!digits) {
       ks.gemm_f32(w, x, n, p.y, r0, r1);
       return;
@@ -272,13 +277,13 @@ void Step::linears(std::initializer_list<Product> ps, const float* x, int n, int
     }
   };
   if (!glu) {
-    for_product_rows(pool_, ps, [](const Product& p) { return p.l->w.rows; }, product);
+    for_product_rows(pool_, ps, [](const Product& p) { return p.l->rows(); }, product);
     return;
   }
   // The same rows of gate and up, then the GLU on them for every token: its
   // expf per hidden value runs on every thread, with no region of its own.
   const Product &g = ps.begin()[0], &u = ps.begin()[1];
-  const int64_t H = g.l->w.rows;
+  const int64_t H = g.l->rows();
   pool_.run([&](int) {
     pool_.for_chunks(H, row_chunk(2 * H, pool_.size()), [&](int64_t r0, int64_t r1) {
       product(g, 0, r0, r1);

@@ -18,6 +18,7 @@
 #include "tern/error.h"
 #include "tern/phase.h"
 #include "tern/quant.h"
+#include "tern/quant_group.h"
 
 namespace tern {
 namespace {
@@ -255,6 +256,25 @@ Linear load_i2s(const gguf::File& f, const std::string& name, const gguf::Tensor
   return l;
 }
 
+// A group-scaled linear (PQ2_0, or Q2_0 in either block size): read in
+// place. Every code runs exactly (3 is +2d), so only the scales are
+// checked: a NaN or infinite d would turn its rows into NaN logits.
+Linear load_group(const gguf::File& f, const std::string& name, const gguf::TensorInfo& t, int64_t rows,
+                  int64_t cols) {
+  const int group = group_size(t.type);
+  const int64_t G = cols / group, bb = group_block_bytes(group);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t g = 0; g < G; ++g) {
+      const uint8_t* d = t.data + (r * G + g) * bb;
+      if (find_nonfinite(TensorType::F16, d, 1) >= 0)
+        throw file_error(f.path(), "tensor '" + name + "' row " + std::to_string(r) + " group " + std::to_string(g) +
+                                       " has a scale that is not finite");
+    }
+  Linear l;
+  l.group = GroupMatrix{t.type, rows, cols, group, t.data};
+  return l;
+}
+
 // A linear of logical width `cols`. TQ1_0/TQ2_0 rows hold whole blocks, so
 // when cols is not a multiple of QK (1bitLLM 3B: 3200, 8640) the file holds
 // padded_cols(cols) columns, the extra ones zero; the forward pass pads the
@@ -270,6 +290,14 @@ Linear load_linear(const gguf::File& f, const std::string& name, int64_t rows, i
   if (found && (found->type == TensorType::IQ1_BN || found->type == TensorType::IQ2_BN))
     throw file_error(f.path(), "tensor '" + name + "' is ik_llama.cpp's " + gguf::traits(found->type).name +
                                    ", which tern does not read (TQ1_0, TQ2_0 and I2_S are ternary types it runs)");
+  if (found && is_group_type(found->type)) {
+    const std::array<uint64_t, 2> dims{uint64_t(cols), uint64_t(rows)};
+    const TensorType types[] = {found->type};
+    if (cols % group_size(found->type) != 0)
+      throw file_error(f.path(), "tensor '" + name + "' rows of " + std::to_string(cols) + " weights are not whole " +
+                                     gguf::traits(found->type).name + " blocks");
+    return load_group(f, name, f.tensor(name, types, dims), rows, cols);
+  }
   const bool i2s = found && found->type == TensorType::I2_S;  // stores the logical width
   const int64_t stored = i2s ? cols : padded_cols(cols);
   const std::array<uint64_t, 2> dims{uint64_t(stored), uint64_t(rows)};
@@ -361,6 +389,7 @@ void Model::load_layer(int l) {
   // copies would stay resident.
   const auto prepare = [&](Linear& lin) {
     lin.kernels = kernels_;
+    if (lin.group.data) return;
     for (const KernelChoice& k : choices_)
       if (k.fits(lin.w)) lin.kernels = k.chosen;
     if (lin.kernels->prepare) {
@@ -373,7 +402,8 @@ void Model::load_layer(int l) {
                          : load_linear(f, p + name + ".weight", rows, cols, prepare);
     if (c.phase) lin.kernels = kernels_;
     if (c.linear_norm_eps > 0) lin.in_norm = norm_vector(f, p + name + ".rms_norm.weight", width);
-    if (!lin.packed) return lin;  // read in place, or Fairy2i
+    if (lin.group.data) lin.kernels = kernels_;
+    if (!lin.packed) return lin;  // read in place, or Fairy2i, or group-scaled
     if (lin.converted.empty()) {
       f.release(*f.find_tensor(p + name + ".weight"));
     } else {
@@ -418,11 +448,13 @@ void Model::choose_kernels() {
   std::vector<Linear> distinct;  // layer 0's linears, one per shape
   for (auto [name, rows, cols] : shapes) {
     Linear l = load_linear(file_, std::string("blk.0.") + name + ".weight", rows, cols);
+    if (l.group.data) continue;  // group-scaled: one kernel (kernels.h GroupGemmI8), nothing to time
     const bool seen = std::any_of(distinct.begin(), distinct.end(), [&](const Linear& d) {
       return d.w.type == l.w.type && d.w.rows == l.w.rows && d.w.cols == l.w.cols;
     });
     if (!seen) distinct.push_back(std::move(l));  // a move keeps w pointing into its vectors
   }
+  if (distinct.empty()) return;
   std::vector<TernaryMatrix> ws;
   for (const Linear& l : distinct) ws.push_back(l.w);
   // At least three cold calls per candidate (more for short calls and close
@@ -462,6 +494,7 @@ int64_t Model::bytes_per_token() const {
                    : weights_.output.rows * dense_row_bytes(weights_.output.type, weights_.output.cols);
   for_each_linear(weights_, [&](const Linear& l) {
     bytes += l.phase.data ? phase_bytes(l.phase)
+           : l.group.data ? l.group.rows * l.group.groups() * group_block_bytes(l.group.group)
            : l.w.packed ? l.kernels->prepared_bytes(l.w)
                         : l.w.rows * ternary_row_bytes(l.w.type, l.w.cols) + l.w.rows * int64_t(sizeof(float));
   });
@@ -586,7 +619,8 @@ std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
   });
   for (const std::exception_ptr& e : errors)
     if (e) std::rethrow_exception(e);
-  c.weight_type = c.phase ? TensorType::FAIRY2I : w.layers[0].wq.w.type;
+  const Linear& q0 = w.layers[0].wq;
+  c.weight_type = c.phase ? TensorType::FAIRY2I : q0.group.data ? q0.group.type : q0.w.type;
   w.output_norm = norm_vector(f, "output_norm.weight", c.dim);
   c.tied_output = !c.phase && f.find_tensor("output.weight") == nullptr;
   if (c.phase) w.output_phase = load_phase(f, "output.weight", c.vocab_size, c.dim);

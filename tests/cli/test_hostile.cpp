@@ -195,6 +195,36 @@ TEST_F(Hostile, NonFiniteNormOrEmbeddingIsRefused) {
   }
 }
 
+// Group-scaled linears (Ternary Bonsai): a NaN or infinite group scale is
+// refused at load with its tensor, row and group; code 3 (+2d) runs, as
+// the format defines it, so it is no error; a row that is not whole
+// groups cannot be declared at all (the reader checks block sizes).
+TEST_F(Hostile, GroupScaledLinearWithANonFiniteScaleIsRefused) {
+  const std::string src = (tern::test::test_models() / "family-bonsai" / "pq2_0.gguf").string();
+  for (const uint16_t h : {uint16_t(0x7e00), uint16_t(0x7c00)}) {  // NaN, infinity
+    const std::string bad = (dir_ / ("group-scale-" + std::to_string(h) + ".gguf")).string();
+    tern::test::rewrite_file(
+        src, bad, {},
+        [&](const tern::gguf::TensorInfo& t, const tern::gguf::File&, TensorType&, std::vector<uint8_t>& b) {
+          if (t.name != "blk.1.ffn_down.weight") return;
+          const size_t block = 3 * (t.dims[0] / 128) + 2;  // row 3, group 2
+          std::memcpy(&b[block * 34], &h, 2);
+        },
+        tern::test::TernKeys::Keep);
+    expect_error(cli("generate -m " + quote(bad) + " -p x -n 1", std::to_string(h)),
+                 "tensor 'blk.1.ffn_down.weight' row 3 group 2 has a scale that is not finite");
+  }
+  const std::string plus2 = (dir_ / "group-code3.gguf").string();
+  tern::test::rewrite_file(
+      src, plus2, {},
+      [&](const tern::gguf::TensorInfo& t, const tern::gguf::File&, TensorType&, std::vector<uint8_t>& b) {
+        if (t.name == "blk.0.attn_v.weight") b[2] = 0xff;  // row 0's first four weights: code 3
+      },
+      tern::test::TernKeys::Keep);
+  const auto r = cli("generate -m " + quote(plus2) + " -p x -n 2 --temp 0", "code3");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
 // Untied heads (F16, Q6_K), checked by their first product; an untied
 // embedding row, checked as the prompt looks it up (every row is poisoned,
 // so whatever the prompt's tokens are).

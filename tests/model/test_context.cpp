@@ -30,6 +30,8 @@ const Case kCases[] = {
     {"family-1bitllm-3b/tq2_0.gguf", tern::FloatActs::Int16},  // rows padded to whole blocks
     {"family-falcon-e/tq2_0.gguf", tern::FloatActs::Int16},    // linears with their own norms
     {"family-qwen3/tq2_0.gguf", tern::FloatActs::Int16},       // q/k norms, YaRN past 64 positions
+    {"family-bonsai/pq2_0.gguf", tern::FloatActs::Int16},      // group scales
+    {"family-bonsai/q2_0.gguf", tern::FloatActs::Exact},       // group scales, float kernels
     {"fairy2i/w2.gguf", tern::FloatActs::Exact},            // phase linears
 };
 

@@ -47,6 +47,7 @@ struct FamilyCase {
   const char* gguf_arch;  // what tern must load it as
   tern::ActMode act;
   std::vector<const char*> mutations;  // reference.py --mutate variants relevant to it
+  std::vector<const char*> types = {"tq2_0", "tq1_0"};  // the packs make_test_models writes
 };
 
 const std::vector<FamilyCase>& cases() {
@@ -72,6 +73,8 @@ const std::vector<FamilyCase>& cases() {
       // one KV head.
       {"qwen3", "qwen3", tern::ActMode::Float, {"relu2-for-silu", "no-qk-norms", "no-yarn"}},
       {"qwen3-tied", "qwen3", tern::ActMode::Float, {"relu2-for-silu", "no-qk-norms"}},
+      // Ternary Bonsai: a scale per 128 weights, which only the group types hold.
+      {"bonsai", "qwen3", tern::ActMode::Float, {"relu2-for-silu", "no-qk-norms", "row-scales"}, {"pq2_0", "q2_0"}},
   };
   return c;
 }
@@ -234,7 +237,7 @@ TEST_P(Families, PerplexityOfReferenceSampleMatches) {
 std::vector<Param> all_params() {
   std::vector<Param> p;
   for (const auto& c : cases())
-    for (const char* t : {"tq2_0", "tq1_0"}) p.emplace_back(c.name, t);
+    for (const char* t : c.types) p.emplace_back(c.name, t);
   return p;
 }
 
@@ -313,7 +316,8 @@ TEST_P(FamiliesSensitivity, EveryFamilyFeatureMovesPerplexity) {
 
 INSTANTIATE_TEST_SUITE_P(All, FamiliesSensitivity,
                          ::testing::Values("bitnet-2b4t", "bitnet-2b4t-bf16", "falcon3", "llama3-1.58",
-                                           "1bitllm", "1bitllm-3b", "trilm", "falcon-e", "qwen3", "qwen3-tied"),
+                                           "1bitllm", "1bitllm-3b", "trilm", "falcon-e", "qwen3", "qwen3-tied",
+                                           "bonsai"),
                          [](const auto& info) { return param_name(info.param); });
 
 }  // namespace

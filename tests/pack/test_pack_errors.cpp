@@ -318,7 +318,33 @@ TEST(PackerErrors, WrongOutputType) {
   Fixture f = setup();
   PackOptions o = opts(f);
   o.type = gguf::TensorType::Q8_0;
-  expect_pack_error(f, "output type must be TQ2_0 or TQ1_0", o);
+  expect_pack_error(f, "output type must be TQ2_0, TQ1_0, PQ2_0 or Q2_0", o);
+}
+
+// The group types hold fp16 group scales: a float checkpoint ternary per
+// row or group packs losslessly; a bitnet one (one f32 scale per tensor,
+// which fp16 may round) stays a TQ type; a scale fp16 cannot hold is
+// refused by tensor, row and group.
+TEST(PackerErrors, GroupTypesNeedFp16ExactGroupScales) {
+  Fixture f = setup("--mode bitnet");
+  PackOptions o = opts(f);
+  o.type = gguf::TensorType::PQ2_0;
+  expect_pack_error(f, "--type PQ2_0 packs float checkpoints whose weights are ternary per group or per row; "
+                       "this one's are absmean-per-tensor: use tq2_0 or tq1_0", o);
+  // The f32 fixture's row scales are not fp16 values.
+  Fixture g = setup();
+  o = opts(g);
+  o.type = gguf::TensorType::Q2_0;
+  auto msg = error_of([&] { pack_checkpoint(o); });
+  EXPECT_NE(msg.find("tensor 'model.layers.0.self_attn.q_proj.weight' row 0 group 0 (weights 0 to 63) has scale "),
+            std::string::npos) << msg;
+  EXPECT_NE(msg.find("which fp16 cannot hold exactly (Q2_0 blocks store fp16 scales; tq2_0 keeps it exact)"),
+            std::string::npos) << msg;
+  std::vector<float> row(256);
+  for (size_t i = 0; i < row.size(); ++i) row[i] = float(int(i % 3) - 1) * 0.5f;
+  row[1] = 0.25f;
+  poke(g.ckpt, "model.layers.0.self_attn.q_proj.weight", 0, 0, row);
+  expect_pack_error(g, "row 0 group 0 (weights 0 to 63) is not ternary (values 0.5 and 0.25)", o);
 }
 
 // --fairy2i: a float LLaMA checkpoint only, even sides, finite values, 1-8 stages.

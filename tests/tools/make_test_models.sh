@@ -32,6 +32,10 @@ for fam in bitnet-2b4t bitnet-2b4t-bf16 falcon3 llama3-1.58 1bitllm 1bitllm-3b t
   "$tern" pack "$out/family-$fam/hf" -o "$out/family-$fam/tq2_0.gguf" --type tq2_0 --verify >/dev/null
   "$tern" pack "$out/family-$fam/hf" -o "$out/family-$fam/tq1_0.gguf" --type tq1_0 --verify >/dev/null
 done
+# Ternary Bonsai's layout: one scale per 128 weights, packed to the group types.
+/usr/bin/python3 "$here/families/make_family_checkpoint.py" "$out/family-bonsai/hf" --family bonsai --seed 3
+"$tern" pack "$out/family-bonsai/hf" -o "$out/family-bonsai/pq2_0.gguf" --type pq2_0 --verify >/dev/null
+"$tern" pack "$out/family-bonsai/hf" -o "$out/family-bonsai/q2_0.gguf" --type q2_0 --verify >/dev/null
 # 2B-4T with an FFN of 384 (three 128-weight I2_S blocks, not whole TQ2_0
 # blocks): bitnet.cpp's I2_S of it (tests/model/test_foreign_gguf.cpp).
 /usr/bin/python3 "$here/families/make_family_checkpoint.py" "$out/family-bitnet-2b4t-i384/hf" --family bitnet-2b4t \

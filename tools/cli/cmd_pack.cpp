@@ -15,8 +15,11 @@ void add_pack(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("pack", "pack a Hugging Face checkpoint into a ternary GGUF");
   cmd->add_option("checkpoint", o->input_dir, "Hugging Face checkpoint directory")->required();
   cmd->add_option("-o,--output", o->output_path, "output .gguf file")->required();
-  CLI::Option* type_opt = cmd->add_option("--type", *type, "tq2_0 (2 bits/weight, default) or tq1_0 (1.69)")
-      ->check(CLI::IsMember({"tq2_0", "tq1_0"}, CLI::ignore_case));
+  CLI::Option* type_opt =
+      cmd->add_option("--type", *type,
+                      "tq2_0 (2.06 bits/weight, default) or tq1_0 (1.69); for weights ternary per group of 128 "
+                      "(Ternary Bonsai): pq2_0 (2.125, PrismML's) or q2_0 (2.25, mainline llama.cpp's groups of 64)")
+          ->check(CLI::IsMember({"tq2_0", "tq1_0", "pq2_0", "q2_0"}, CLI::ignore_case));
   auto head = std::make_shared<std::string>(), embd = std::make_shared<std::string>();
   // Lower-case names of the dense kernels' types, as llama-quantize spells them.
   std::vector<std::string> float_types;
@@ -43,7 +46,11 @@ void add_pack(CLI::App& app) {
   cmd->add_flag("--verify", o->verify, "re-read the output and check every value against the source");
   cmd->callback([o, type, head, embd, fairy, stages] {
     o->fairy2i_stages = *fairy ? *stages : 0;
-    o->type = ascii_lower(*type) == "tq1_0" ? gguf::TensorType::TQ1_0 : gguf::TensorType::TQ2_0;
+    const std::string t = ascii_lower(*type);
+    o->type = t == "tq1_0"   ? gguf::TensorType::TQ1_0
+              : t == "pq2_0" ? gguf::TensorType::PQ2_0
+              : t == "q2_0"  ? gguf::TensorType::Q2_0
+                             : gguf::TensorType::TQ2_0;
     auto float_type = [](const std::string& s) -> std::optional<gguf::TensorType> {
       const std::string name = ascii_lower(s);
       for (gguf::TensorType t : kDenseTypes)

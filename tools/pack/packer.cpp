@@ -6,7 +6,8 @@
 // Standard keys (llama.cpp / bitnet.cpp read them for that architecture):
 //   general.architecture                  string  ARCH
 //   general.name                          string  basename of the input directory
-//   general.file_type                     u32     36 (LLAMA_FTYPE_MOSTLY_TQ1_0) or 37 (TQ2_0)
+//   general.file_type                     u32     llama.h's LLAMA_FTYPE_MOSTLY_*: 36 TQ1_0, 37 TQ2_0,
+//                                                 41 Q2_0, 141 PQ2_0 (PrismML's fork)
 //   general.quantization_version          u32     2
 //   ARCH.context_length                   u32     max_position_embeddings
 //   ARCH.embedding_length                 u32     hidden_size
@@ -99,7 +100,7 @@ void set_metadata(gguf::Writer& w, const PackInputs& in, const PackOptions& o) {
   w.set("general.architecture", Value::string(arch));
   w.set("general.name", Value::string(in.name));
   // llama.cpp's file types have no Fairy2i entry; its files carry none.
-  if (!in.phase_stages) w.set("general.file_type", Value::u32(o.type == TensorType::TQ1_0 ? 36 : 37));
+  if (!in.phase_stages) w.set("general.file_type", Value::u32(llama_file_type(o.type)));
   w.set("general.quantization_version", Value::u32(2));
   w.set(key("context_length"), Value::u32(c.max_position_embeddings));
   w.set(key("embedding_length"), Value::u32(c.hidden_size));
@@ -128,8 +129,9 @@ void set_metadata(gguf::Writer& w, const PackInputs& in, const PackOptions& o) {
   tok::write_spec(w, in.tok, tok::KeyGroup::Tern);
   w.set("tern.source.dtype", Value::string(in.source_dtypes));
   if (c.linear_norm_eps) w.set("tern.linear_norm_eps", Value::f32(*c.linear_norm_eps));
+  // Group-scaled blocks hold their exact fp16 scales themselves.
   for (const PlanTensor& pt : in.tensors)
-    if (pt.role == Role::Ternary || pt.role == Role::Phase)
+    if ((pt.role == Role::Ternary && !is_group_type(pt.type)) || pt.role == Role::Phase)
       w.set("tern.scale." + pt.name, Value::f32_array(pt.scales));
 }
 

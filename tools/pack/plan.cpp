@@ -121,8 +121,8 @@ PackInputs load_inputs(const PackOptions& o) {
   if (o.fairy2i_stages < 0 || o.fairy2i_stages > kMaxPhaseStages)
     throw Error("pack: --fairy2i-stages must be 1 to " + std::to_string(kMaxPhaseStages) + ", not " +
                 std::to_string(o.fairy2i_stages));
-  if (o.type != TensorType::TQ2_0 && o.type != TensorType::TQ1_0)
-    throw Error("pack: output type must be TQ2_0 or TQ1_0, not " +
+  if (o.type != TensorType::TQ2_0 && o.type != TensorType::TQ1_0 && !is_group_type(o.type))
+    throw Error("pack: output type must be TQ2_0, TQ1_0, PQ2_0 or Q2_0, not " +
                 std::string(gguf::traits(o.type).name));
   struct stat st {};
   if (::stat(o.input_dir.c_str(), &st) != 0) throw file_error(o.input_dir, "no such directory");
@@ -220,7 +220,14 @@ PackInputs load_inputs(const PackOptions& o) {
                                                  st_t->shape_string() + ", expected " +
                                                  dims_string(e.shape) + " (from config.json)");
     }
-    if (e.role == Role::Ternary) ++n_linear, n_packed += packed;
+    if (e.role == Role::Ternary) {
+      ++n_linear, n_packed += packed;
+      t.type = o.type;  // analyze() confirms it; the stored width depends on it
+      if (const int group = group_size(o.type); group && t.cols % uint64_t(group) != 0)
+        throw file_error(st_t->file->path(), "tensor '" + e.src + "' rows of " + std::to_string(t.cols) +
+                                                 " weights are not whole " + gguf::traits(o.type).name +
+                                                 " groups of " + std::to_string(group));
+    }
     if (e.role == Role::Phase)  // [2 * padded complex columns, real rows, stages]
       t.dims = {2 * uint64_t(phase_cols(int64_t(t.cols / 2))), t.rows, uint64_t(in.phase_stages)};
     else
@@ -239,6 +246,15 @@ PackInputs load_inputs(const PackOptions& o) {
             : n_packed ? ScaleRule::Packed
             : (c.is_bitnet() || c.family->latent_weights || o.force_ternarize) ? ScaleRule::Absmean
                                                                                 : ScaleRule::PerRow;
+  if (is_group_type(o.type)) {
+    // One scale per tensor would fit a group type only where fp16 holds it
+    // exactly; TQ2_0 keeps such scales exact, so those stay TQ types.
+    if (in.rule != ScaleRule::PerRow)
+      throw file_error(o.input_dir, std::string("--type ") + gguf::traits(o.type).name +
+                                        " packs float checkpoints whose weights are ternary per group or per row; "
+                                        "this one's are " + scale_rule_name(in.rule) + ": use tq2_0 or tq1_0");
+    in.rule = ScaleRule::PerGroup;
+  }
   if (c.tie_word_embeddings) used.insert("lm_head.weight");  // redundant copy some exports keep
   for (const auto& [name, st_t] : in.ckpt.tensors()) {
     // Old exports carry RoPE's inverse frequencies; they are derived from rope_theta.
@@ -250,12 +266,22 @@ PackInputs load_inputs(const PackOptions& o) {
   return in;
 }
 
+uint32_t llama_file_type(TensorType t) {
+  switch (t) {
+    case TensorType::TQ1_0: return 36;
+    case TensorType::Q2_0: return 41;
+    case TensorType::PQ2_0: return 141;
+    default: return 37;
+  }
+}
+
 const char* scale_rule_name(ScaleRule r) {
   switch (r) {
     case ScaleRule::PerRow: return "per-row";
     case ScaleRule::Absmean: return "absmean-per-tensor";
     case ScaleRule::Packed: return "packed-per-tensor";
     case ScaleRule::Phase: return "fairy2i-phase";
+    case ScaleRule::PerGroup: return "per-group";
   }
   return "?";
 }
@@ -336,6 +362,35 @@ void analyze(const PackInputs& in, PlanTensor& t, TensorType ternary_type) {
   }
 }
 
+namespace {
+
+// PerGroup: each group's one magnitude, which its fp16 block scale must
+// hold exactly (lossless); output row order, as the blocks are written.
+void analyze_groups(PlanTensor& t, const std::vector<float>& data) {
+  const std::string& path = t.src->file->path();
+  const uint64_t group = uint64_t(group_size(t.type)), G = t.cols / group;
+  t.scales.assign(t.rows * G, 0.0f);
+  for (uint64_t r = 0; r < t.rows; ++r) {
+    const uint64_t src = t.perm.empty() ? r : t.perm[r];
+    for (uint64_t g = 0; g < G; ++g) {
+      float a = 0, b = 0;
+      const auto s = exact_row_scale(&data[src * t.cols + g * group], group, &a, &b);
+      const std::string where = "tensor '" + t.src_name + "' row " + std::to_string(src) + " group " +
+                                std::to_string(g) + " (weights " + std::to_string(g * group) + " to " +
+                                std::to_string((g + 1) * group - 1) + ")";
+      if (!s)
+        throw file_error(path, where + " is not ternary (values " + fmt_float(a) + " and " + fmt_float(b) +
+                                   "): " + gguf::traits(t.type).name + " holds one scale per group");
+      if (fp16_to_f32(f32_to_fp16(*s)) != *s)
+        throw file_error(path, where + " has scale " + fmt_float(*s) + ", which fp16 cannot hold exactly (" +
+                                   gguf::traits(t.type).name + " blocks store fp16 scales; tq2_0 keeps it exact)");
+      t.scales[r * G + g] = *s;
+    }
+  }
+}
+
+}  // namespace
+
 void analyze_ternary(PlanTensor& t, const std::vector<float>& data, ScaleRule rule,
                      TensorType ternary_type) {
   const std::string& path = t.src->file->path();
@@ -351,6 +406,8 @@ void analyze_ternary(PlanTensor& t, const std::vector<float>& data, ScaleRule ru
     src_scales.push_back(t.packed_scale);
   } else if (rule == ScaleRule::Absmean) {
     src_scales.push_back(absmean_scale(data.data(), data.size()));
+  } else if (rule == ScaleRule::PerGroup) {
+    return analyze_groups(t, data);
   } else {
     for (uint64_t r = 0; r < t.rows; ++r) {
       float a = 0, b = 0;
@@ -359,8 +416,8 @@ void analyze_ternary(PlanTensor& t, const std::vector<float>& data, ScaleRule ru
         throw file_error(path, "tensor '" + t.src_name + "' row " + std::to_string(r) +
                                    " is ternary with one scale per " + std::to_string(kGroup) +
                                    " weights (" + fmt_float(a) + " and " + fmt_float(b) +
-                                   "), as Ternary Bonsai is; TQ2_0 and TQ1_0 hold one scale per row, "
-                                   "and tern does not write the group-scaled types yet");
+                                   "), as Ternary Bonsai is; TQ2_0 and TQ1_0 hold one scale per row: "
+                                   "--type pq2_0 (or q2_0) keeps the groups' scales");
       if (!s)
         throw file_error(path, "tensor '" + t.src_name + "' row " + std::to_string(r) +
                                    " is not ternary (values " + fmt_float(a) + " and " +
@@ -445,6 +502,16 @@ std::vector<uint8_t> encode_ternary(const PlanTensor& t, const std::vector<float
   const uint64_t K = t.stored_cols(), rb = gguf::row_bytes(t.type, K);
   std::vector<uint8_t> out(rb * t.rows);
   std::vector<int8_t> trits(K, 0);
+  if (const int group = group_size(t.type)) {
+    const uint64_t G = K / uint64_t(group);
+    std::vector<uint16_t> d(G);
+    for (uint64_t r = 0; r < t.rows; ++r) {
+      row_trits(t, data, rule, r, trits.data());
+      for (uint64_t g = 0; g < G; ++g) d[g] = f32_to_fp16(t.scales[r * G + g]);
+      pack_q2_group_row(trits.data(), int64_t(K), group, d.data(), &out[r * rb]);
+    }
+    return out;
+  }
   for (uint64_t r = 0; r < t.rows; ++r) {
     row_trits(t, data, rule, r, trits.data());
     pack_ternary_row(t.type, trits.data(), static_cast<int64_t>(K), f32_to_fp16(t.row_scale(r)),

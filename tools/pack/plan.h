@@ -15,6 +15,7 @@
 #include "pack/safetensors.h"
 #include "tern/gguf.h"
 #include "tern/quant.h"
+#include "tern/quant_group.h"
 #include "tern/tokenizer_spec.h"
 
 namespace tern::pack {
@@ -28,8 +29,13 @@ enum class Role { Ternary, Phase, Norm, Embedding };
 // training). Packed: uint8, four 2-bit codes per byte along the rows, and a
 // weight_scale tensor (transformers' bitnet quantization).
 // Phase: Fairy2i (docs/FAIRY2I.md), per-matrix axis scales of each stage.
-enum class ScaleRule { PerRow, Absmean, Packed, Phase };
+// PerGroup: float weights already ternary per group of a group-scaled
+// output type's width (Ternary Bonsai: 128), W = s_g * T exactly, each s_g
+// exact in fp16 (PQ2_0 / Q2_0 blocks hold the scales; no tern.scale key).
+enum class ScaleRule { PerRow, Absmean, Packed, Phase, PerGroup };
 const char* scale_rule_name(ScaleRule r);  // the tern.scale_rule value
+// general.file_type of a pack whose linears are `t` (llama.h's LLAMA_FTYPE_MOSTLY_*).
+uint32_t llama_file_type(gguf::TensorType t);
 
 struct PlanTensor {
   std::string src_name;  // HF name
@@ -44,12 +50,12 @@ struct PlanTensor {
   gguf::TensorType type = gguf::TensorType::F32;  // decided by analyze()
   bool finite_checked = false;        // a streamed pass has seen every value finite
   std::vector<float> scales;          // ternary: 1 (per tensor) or rows (output order);
-                                      // phase: [stages][4]
+                                      // group types: [rows][cols / group]; phase: [stages][4]
 
   // Columns in the file: a ternary row is whole QK blocks, its tail zero
   // trits (1bitLLM 3B's 3200 and 8640); the loader pads activations to match.
   uint64_t stored_cols() const {
-    return role == Role::Ternary ? uint64_t(padded_cols(int64_t(cols))) : cols;
+    return role == Role::Ternary && !is_group_type(type) ? uint64_t(padded_cols(int64_t(cols))) : cols;
   }
 
   float row_scale(uint64_t out_row) const {

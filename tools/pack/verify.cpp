@@ -10,6 +10,7 @@
 #include "pack/ternarize.h"
 #include "tern/error.h"
 #include "tern/quant.h"
+#include "tern/quant_group.h"
 
 namespace tern::pack {
 
@@ -54,6 +55,28 @@ void check_ternary(const gguf::File& f, const gguf::TensorInfo& info, const Plan
                                        std::to_string(b) + " scale " +
                                        fmt_float(fp16_to_f32(d[b])) + ", expected " +
                                        fmt_float(fp16_to_f32(expect)));
+  }
+}
+
+// Each group's trits and fp16 scale read back through quant_group.h.
+void check_groups(const gguf::File& f, const gguf::TensorInfo& info, const PlanTensor& t,
+                  const std::vector<float>& data, ScaleRule rule) {
+  const int group = group_size(t.type);
+  const uint64_t K = t.cols, G = K / uint64_t(group), rb = gguf::row_bytes(t.type, K);
+  std::vector<int8_t> want(K), got(K);
+  std::vector<uint16_t> d(G);
+  for (uint64_t r = 0; r < t.rows; ++r) {
+    row_trits(t, data, rule, r, want.data());
+    unpack_q2_group_row(info.data + r * rb, int64_t(K), group, got.data(), d.data());
+    for (uint64_t k = 0; k < K; ++k)
+      if (want[k] != got[k])
+        throw file_error(f.path(), "tensor " + t.name + " row " + std::to_string(r) + " weight " + std::to_string(k) +
+                                       " is " + std::to_string(got[k]) + ", the source gives " + std::to_string(want[k]));
+    for (uint64_t g = 0; g < G; ++g)
+      if (fp16_to_f32(d[g]) != t.scales[r * G + g])
+        throw file_error(f.path(), "tensor " + t.name + " row " + std::to_string(r) + " group " + std::to_string(g) +
+                                       " scale " + fmt_float(fp16_to_f32(d[g])) + ", the source gives " +
+                                       fmt_float(t.scales[r * G + g]));
   }
 }
 
@@ -117,7 +140,7 @@ void verify_packed(const PackOptions& o, const std::function<void(uint64_t)>& pr
                 f.get(rs + "original_context_length").as_uint(rs + "original_context_length") !=
                     in.cfg.yarn->original_ctx)))
     throw file_error(f.path(), rs + "* differ from config.json's rope_scaling");
-  const uint64_t ftype = o.type == TensorType::TQ1_0 ? 36 : 37;
+  const uint64_t ftype = llama_file_type(o.type);
   if (!in.phase_stages && f.get("general.file_type").as_uint("general.file_type") != ftype)
     throw file_error(f.path(), "general.file_type is not " + std::to_string(ftype));
   // The tokenizer as the file carries it must be the checkpoint's.
@@ -141,8 +164,13 @@ void verify_packed(const PackOptions& o, const std::function<void(uint64_t)>& pr
       analyze_ternary(t, data, in.rule, o.type);
       const TensorType types[] = {t.type};
       const gguf::TensorInfo& info = f.tensor(t.name, types, t.dims);
-      check_scales(f, t);
-      check_ternary(f, info, t, data, in.rule);
+      if (is_group_type(t.type)) {
+        if (f.find("tern.scale." + t.name)) throw file_error(f.path(), "tern.scale." + t.name + " is for TQ tensors");
+        check_groups(f, info, t, data, in.rule);
+      } else {
+        check_scales(f, t);
+        check_ternary(f, info, t, data, in.rule);
+      }
     } else if (t.role == Role::Phase) {
       const PhaseQuantized q = phase_quantize_checked(in, t, read_values(in, t));
       t.type = TensorType::FAIRY2I;

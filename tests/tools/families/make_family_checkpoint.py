@@ -24,6 +24,10 @@ qwen3           Qwen3-8B's layout (Ternary Bonsai's base):  BF16 [O, I], s_row *
                 has 4096 over 2560), 2 KV heads             it, and 11 of the 64 angles are on the ramp)
 qwen3-tied      Qwen3-1.7B's: tied embeddings, head_dim     as qwen3, no rope_scaling
                 hidden / heads, 1 KV head
+bonsai          prism-ml/Ternary-Bonsai-*-unpacked as       F16 [O, I], s_g * {-1, 0, 1} with one scale s_g
+                described (Qwen3, every weight ternary      per 128 weights of a row (some groups all zero);
+                with fp16 scales per group of 128; its      the embedding too (tied); the rest as qwen3-tied
+                real config.json is UNCONFIRMED)
 
 Dimensions are tiny (hidden 256, intermediate 512, 2 layers, 4 heads; see
 1bitllm-3b for the exception) and the
@@ -57,7 +61,7 @@ HIDDEN, INTER, LAYERS, HEADS = 256, 512, 2, 4
 HEAD_DIM = HIDDEN // HEADS
 
 FAMILIES = ["bitnet-2b4t", "bitnet-2b4t-bf16", "falcon3", "llama3-1.58", "1bitllm", "1bitllm-3b",
-            "trilm", "falcon-e", "qwen3", "qwen3-tied"]
+            "trilm", "falcon-e", "qwen3", "qwen3-tied", "bonsai"]
 
 
 # ---------------------------------------------------------------------------
@@ -134,6 +138,7 @@ class Spec:
         self.linear_norms = False      # use_rms_norm: an RMSNorm inside every linear
         self.head_dim = None           # config head_dim when it is not hidden / heads
         self.qk_norms = False          # Qwen3's per-head q_norm / k_norm
+        self.group_embedding = False   # the embedding ternary per 128-group too (Bonsai)
         if family in ("bitnet-2b4t", "bitnet-2b4t-bf16"):
             self.kv_heads = 1          # 20 heads / 5 KV heads in the real model: 4 per group
             self.sub_norms = ("self_attn.attn_sub_norm.weight", "mlp.ffn_sub_norm.weight")
@@ -165,14 +170,17 @@ class Spec:
             self.linear = "rowternary"
             self.float_dtype = "F16"
             self.act = "silu"
-        elif family in ("qwen3", "qwen3-tied"):
-            self.linear = "rowternary"
+        elif family in ("qwen3", "qwen3-tied", "bonsai"):
+            self.linear = "groupternary" if family == "bonsai" else "rowternary"
             self.act = "silu"
             self.qk_norms = True
             if family == "qwen3":
                 self.kv_heads, self.head_dim = 2, 128
             else:
                 self.kv_heads, self.tied = 1, True
+            if family == "bonsai":
+                self.float_dtype = "F16"
+                self.group_embedding = True
         else:
             raise SystemExit("unknown family " + family)
 
@@ -236,14 +244,14 @@ def config_for(spec, vocab):
                 "quantization_mode": "offline", "use_rms_norm": True, "rms_norm_eps": 1e-6,
                 "modules_to_not_convert": None},
         }
-    elif f in ("qwen3", "qwen3-tied"):
+    elif f in ("qwen3", "qwen3-tied", "bonsai"):
         c = {
             "architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "hidden_act": "silu",
             "head_dim": spec.head_dim or spec.hidden // spec.heads,
             "max_position_embeddings": 512 if f == "qwen3" else 40960, "max_window_layers": LAYERS,
             "rms_norm_eps": 1e-6, "rope_theta": 1000000.0, "rope_scaling": None,
             "sliding_window": None, "use_sliding_window": False,
-            "tie_word_embeddings": spec.tied, "torch_dtype": "bfloat16",
+            "tie_word_embeddings": spec.tied, "torch_dtype": "float16" if f == "bonsai" else "bfloat16",
             "attention_bias": False, "attention_dropout": 0.0, "transformers_version": "4.51.0",
         }
         if f == "qwen3":  # as Qwen's model cards extend it (factor x the trained context)
@@ -292,6 +300,17 @@ def main():
         w[idx] = rng.uniform(out_lo, out_hi, size=n_out) * rng.choice([-1, 1], size=n_out)
         return round_to(w, fd)
 
+    def group_ternary(rows, cols, scale, group=128):
+        """Every 128 weights of a row s_g * {-1, 0, 1}, s_g fp16 and
+        ~scale * U(0.5, 2); a few groups all zero (scale 0)."""
+        s = round_to(scale * rng.uniform(0.5, 2.0, size=(rows, cols // group, 1)), fd)
+        trits = rng.choice([-1, 0, 1], size=(rows, cols // group, group), p=[0.35, 0.3, 0.35])
+        w = (trits * s).reshape(rows, cols).astype(np.float32)
+        for _ in range(2):
+            r, g = rng.integers(rows), rng.integers(cols // group)
+            w[r, g * group:(g + 1) * group] = 0
+        return w
+
     def linear(name, rows, cols, scale):
         """Tensors of one linear whose effective weight is ~scale * T."""
         if spec.linear_norms:
@@ -310,6 +329,8 @@ def main():
             # absmean of N(0, sigma) is sigma * sqrt(2 / pi)
             sigma = scale / np.sqrt(2 / np.pi)
             return [(name, round_to(rng.normal(0.0, sigma, size=(rows, cols)), fd), fd)]
+        if spec.linear == "groupternary":
+            return [(name, group_ternary(rows, cols, scale), fd)]
         # rowternary: every row is s_r * {-1, 0, 1}, s_r fp16
         s = round_to(scale * rng.uniform(0.7, 1.4, size=(rows, 1)), fd)
         trits = rng.choice([-1, 0, 1], size=(rows, cols), p=[0.35, 0.3, 0.35]).astype(np.float32)
@@ -324,8 +345,11 @@ def main():
     q_rows, kv = spec.heads * hd, spec.kv_heads * hd
     # A tied head reads the embedding: keep it small next to the block
     # outputs, or the residual makes every token predict itself.
-    emb_std = 0.25 if spec.tied else 1.0
-    emb = round_to(rng.normal(0.0, emb_std, size=(vocab, HIDDEN)), fd)
+    # A ternary embedding has no small values: smaller still, or the
+    # sampled text is one token repeated (perplexity 1.6 at 0.25).
+    emb_std = (0.15 if spec.group_embedding else 0.25) if spec.tied else 1.0
+    emb = (group_ternary(vocab, HIDDEN, emb_std) if spec.group_embedding
+           else round_to(rng.normal(0.0, emb_std, size=(vocab, HIDDEN)), fd))
     tensors = [("model.embed_tokens.weight", emb, fd)]
     qk = 0.12
     for l in range(LAYERS):

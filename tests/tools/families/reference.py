@@ -43,7 +43,8 @@ usage:
   reference.py CKPT greedy --n N --prompt CSV OUT.txt
   --mutate WHAT (any command): a deliberately wrong variant, WHAT in
       silu-for-relu2, relu2-for-silu, float-activations, no-sub-norms, invert-scale,
-      no-linear-norms, no-qk-norms, no-yarn;
+      no-linear-norms, no-qk-norms, no-yarn, row-scales (each row's weights at the
+      magnitude of its first nonzero one: group scales ignored);
       or llamacpp: the same model in llama.cpp's CPU arithmetic (below);
       or int16-activations: a float-activation model (TriLM) with each
       ternary linear's input rounded per token to 16 bits (24 where 16
@@ -63,7 +64,7 @@ import sys
 import numpy as np
 
 MUTATIONS = ["silu-for-relu2", "relu2-for-silu", "float-activations", "no-sub-norms", "invert-scale",
-             "no-linear-norms", "llamacpp", "int16-activations", "no-qk-norms", "no-yarn"]
+             "no-linear-norms", "llamacpp", "int16-activations", "no-qk-norms", "no-yarn", "row-scales"]
 F32 = np.float32
 QK_K = 256  # ggml's super-block: q8_K, TQ1_0 and TQ2_0 blocks
 
@@ -320,6 +321,11 @@ class Model:
         w = self.W[name]
         if self.fairy2i:
             r = (fairy2i_linear(w.astype(F32), self.fairy2i), None, None)
+        elif self.kind == "float" and self.mutate == "row-scales":
+            w = w.astype(F32)
+            mag = np.abs(w)
+            first = np.take_along_axis(mag, np.argmax(mag > 0, axis=1)[:, None], 1)
+            r = (np.sign(w) * first, None, None)
         elif self.kind == "float":
             r = (w.astype(F32), None, None)
         elif w.dtype == np.uint8:

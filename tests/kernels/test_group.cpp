@@ -1,0 +1,183 @@
+// Group-scaled kernels (kernels.h GroupGemmI8 / GroupGemmF32) on PQ2_0 and
+// Q2_0 rows: the codec round trip, the scalar set against the weights'
+// values computed in double from the codes (code 3, +2d, included), the
+// documented combination order reproduced independently, and every set's
+// kernels against scalar bit for bit, on one group and many, one token and
+// a batch of 1- to 3-digit tokens, and row ranges.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "tern/error.h"
+#include "tern/kernels.h"
+#include "tern/quant.h"
+#include "tern/quant_group.h"
+
+namespace tern {
+namespace {
+
+struct Group {
+  GroupMatrix m;
+  std::vector<int8_t> v;       // [rows][cols] values c - 1
+  std::vector<float> d;        // [rows][cols / group] scales as stored
+  std::vector<uint8_t> bytes;  // the blocks
+};
+
+Group make_group(gguf::TensorType type, int64_t rows, int64_t cols, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> code(0, 3);
+  std::uniform_real_distribution<float> sc(0.001f, 2.0f);
+  Group g;
+  const int group = group_size(type);
+  const int64_t G = cols / group, rb = G * group_block_bytes(group);
+  g.v.resize(size_t(rows * cols));
+  g.bytes.resize(size_t(rows * rb));
+  std::vector<uint16_t> h(static_cast<size_t>(G));
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t k = 0; k < cols; ++k) g.v[size_t(r * cols + k)] = int8_t(code(rng) - 1);
+    for (int64_t j = 0; j < G; ++j) {
+      h[size_t(j)] = f32_to_fp16(j == 1 ? 0.0f : sc(rng));  // a zero scale in every row that has two groups
+      g.d.push_back(fp16_to_f32(h[size_t(j)]));
+    }
+    pack_q2_group_row(&g.v[size_t(r * cols)], cols, group, h.data(), &g.bytes[size_t(r * rb)]);
+  }
+  g.m = GroupMatrix{type, rows, cols, group, g.bytes.data()};
+  return g;
+}
+
+TEST(GroupCodec, RoundTripsEveryCodeAndScale) {
+  for (gguf::TensorType t : {gguf::TensorType::PQ2_0, gguf::TensorType::Q2_0}) {
+    const Group g = make_group(t, 3, 256, 1);
+    const int group = group_size(t);
+    EXPECT_EQ(gguf::row_bytes(t, 256), uint64_t(256 / group * group_block_bytes(group)));
+    std::vector<int8_t> v(256);
+    std::vector<uint16_t> d(static_cast<size_t>(256 / group));
+    std::vector<float> f(256);
+    for (int64_t r = 0; r < 3; ++r) {
+      const uint8_t* row = g.bytes.data() + r * int64_t(gguf::row_bytes(t, 256));
+      unpack_q2_group_row(row, 256, group, v.data(), d.data());
+      dequantize_q2_group_row(row, 256, group, f.data());
+      for (int k = 0; k < 256; ++k) {
+        ASSERT_EQ(v[size_t(k)], g.v[size_t(r * 256 + k)]);
+        ASSERT_EQ(f[size_t(k)], float(v[size_t(k)]) * g.d[size_t(r * (256 / group) + k / group)]);
+      }
+    }
+  }
+  // The layout is ggml's block_q2_0: d first, weight j in bits 2(j % 4) of qs[j / 4].
+  const int8_t v[64] = {-1, 0, 1, 2};
+  const uint16_t d = 0x3c00;
+  uint8_t b[18];
+  pack_q2_group_row(v, 64, 64, &d, b);
+  EXPECT_EQ(b[0], 0x00);
+  EXPECT_EQ(b[1], 0x3c);
+  EXPECT_EQ(b[2], 0b11100100);
+  EXPECT_EQ(b[3], 0b01010101);
+}
+
+// Token i's int8 digits and what they stand for.
+struct Acts {
+  std::vector<int8_t> q;  // [nq][cols]
+  std::vector<int> digits;
+  std::vector<float> scale;
+  std::vector<double> value;  // [n][cols]
+};
+Acts make_acts(int64_t n, int64_t cols, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> x(-127, 127);
+  Acts a;
+  for (int64_t i = 0; i < n; ++i) {
+    const int d = 1 + int(i % 3);
+    a.digits.push_back(d);
+    a.scale.push_back(float(37 + i));
+    std::vector<int64_t> num(static_cast<size_t>(cols), 0);
+    for (int j = 0; j < d; ++j)
+      for (int64_t k = 0; k < cols; ++k) {
+        const int8_t q = int8_t(x(rng));
+        a.q.push_back(q);
+        num[size_t(k)] = 255 * num[size_t(k)] + q;
+      }
+    for (int64_t k = 0; k < cols; ++k) a.value.push_back(double(num[size_t(k)]) / a.scale.back());
+  }
+  return a;
+}
+
+TEST(GroupKernels, ScalarIsTheDocumentedArithmetic) {
+  for (gguf::TensorType t : {gguf::TensorType::PQ2_0, gguf::TensorType::Q2_0}) {
+    for (int64_t cols : {int64_t(group_size(t)), int64_t(1024)}) {
+      const Group g = make_group(t, 9, cols, uint32_t(cols));
+      const Acts a = make_acts(4, cols, 7);
+      const int64_t M = 9, G = g.m.groups();
+      std::vector<float> y(size_t(4 * M));
+      scalar_kernels().group_gemm_i8(g.m, a.q.data(), 4, a.digits.data(), a.scale.data(), y.data(), M, 0, M);
+      for (int64_t i = 0; i < 4; ++i)
+        for (int64_t r = 0; r < M; ++r) {
+          // kernels.h's order, from the values the codes and digits stand for.
+          double acc = 0, exact = 0;
+          for (int64_t j = 0; j < G; ++j) {
+            double v = 0;  // the group's integer sum, as a double: exact
+            for (int64_t k = j * g.m.group; k < (j + 1) * g.m.group; ++k)
+              v += g.v[size_t(r * cols + k)] * (a.value[size_t(i * cols + k)] * a.scale[size_t(i)]);
+            v = std::round(v);
+            acc = std::fma(v, double(g.d[size_t(r * G + j)]), acc);
+            exact += v * g.d[size_t(r * G + j)];
+          }
+          EXPECT_EQ(y[size_t(i * M + r)], float(acc) * (1.0f / a.scale[size_t(i)])) << r;
+          EXPECT_NEAR(y[size_t(i * M + r)], exact / a.scale[size_t(i)], 1e-6 * std::fabs(exact) / a.scale[size_t(i)] + 1e-6);
+        }
+      // Float activations: near the same map.
+      std::vector<float> x(size_t(4 * cols));
+      for (size_t k = 0; k < x.size(); ++k) x[k] = float(a.value[k]);
+      scalar_kernels().group_gemm_f32(g.m, x.data(), 4, y.data(), M, 0, M);
+      for (int64_t i = 0; i < 4; ++i)
+        for (int64_t r = 0; r < M; ++r) {
+          double want = 0, mag = 0;
+          for (int64_t k = 0; k < cols; ++k) {
+            const double w = g.v[size_t(r * cols + k)] * double(g.d[size_t(r * G + k / g.m.group)]);
+            want += w * x[size_t(i * cols + k)];
+            mag += std::fabs(w * x[size_t(i * cols + k)]);
+          }
+          EXPECT_NEAR(y[size_t(i * M + r)], want, 1e-5 * mag + 1e-6);
+        }
+    }
+  }
+}
+
+TEST(GroupKernels, EverySetMatchesScalarBitForBit) {
+  const Group g = make_group(gguf::TensorType::PQ2_0, 37, 512, 3);
+  const Acts a = make_acts(5, 512, 9);
+  std::vector<float> want(5 * 37), got(5 * 37, -1.0f);
+  scalar_kernels().group_gemm_i8(g.m, a.q.data(), 5, a.digits.data(), a.scale.data(), want.data(), 37, 0, 37);
+  for (const KernelSet* k : all_kernel_sets()) {
+    if (!k->available(cpu_features())) continue;
+    // In two row ranges, as threads split them.
+    group_gemm_i8_of(*k)(g.m, a.q.data(), 5, a.digits.data(), a.scale.data(), got.data(), 37, 0, 13);
+    group_gemm_i8_of(*k)(g.m, a.q.data(), 5, a.digits.data(), a.scale.data(), got.data(), 37, 13, 37);
+    EXPECT_EQ(got, want) << k->name;
+    // One token alone gets what it gets in the batch.
+    std::vector<float> one(37);
+    group_gemm_i8_of(*k)(g.m, a.q.data(), 1, a.digits.data(), a.scale.data(), one.data(), 37, 0, 37);
+    EXPECT_TRUE(std::equal(one.begin(), one.end(), want.begin())) << k->name;
+  }
+}
+
+TEST(GroupKernels, BadCallsAreErrors) {
+  Group g = make_group(gguf::TensorType::Q2_0, 4, 128, 5);
+  const Acts a = make_acts(1, 128, 1);
+  std::vector<float> y(4);
+  const auto call = [&](const GroupMatrix& m, int64_t r1) {
+    scalar_kernels().group_gemm_i8(m, a.q.data(), 1, a.digits.data(), a.scale.data(), y.data(), 4, 0, r1);
+  };
+  EXPECT_THROW(call(g.m, 5), Error);
+  GroupMatrix wrong = g.m;
+  wrong.group = 128;  // Q2_0 is 64
+  EXPECT_THROW(call(wrong, 4), Error);
+  wrong = g.m;
+  wrong.cols = 96;
+  EXPECT_THROW(call(wrong, 4), Error);
+}
+
+}  // namespace
+}  // namespace tern
