@@ -9,8 +9,8 @@
 #pragma once
 #include <cmath>
 #include <cstdint>
-#include <vector>
 
+#include "code_layout.h"
 #include "kernel_sets.h"
 #include "tern/quant_group.h"
 
@@ -24,20 +24,23 @@ void group_gemm_i8_driver(const GroupMatrix& w, const int8_t* xq, int64_t n, con
   const int64_t K = w.cols, G = w.groups(), bb = group_block_bytes(w.group);
   int64_t nq = 0;
   for (int64_t i = 0; i < n; ++i) nq += digits[i];
-  std::vector<int32_t> S(size_t(nq * G));  // [nq][G] one row's sums
-  std::vector<double> d(static_cast<size_t>(G));  // [G] its scales
+  // Scratch slot 0 (code_layout.h; no std::vector here: its instances
+  // would be compiled with an ISA's flags and shared).
+  uint8_t* scratch = thread_scratch(0, size_t(G) * (sizeof(double) + size_t(nq) * sizeof(int32_t)));
+  double* d = reinterpret_cast<double*>(scratch);                // [G] one row's scales
+  int32_t* S = reinterpret_cast<int32_t*>(scratch + G * sizeof(double));  // [nq][G] its sums
   for (int64_t r = r0; r < r1; ++r) {
     const uint8_t* row = w.data + r * G * bb;
-    for (int64_t g = 0; g < G; ++g) d[size_t(g)] = double(fp16_to_f32(uint16_t(row[g * bb] | row[g * bb + 1] << 8)));
-    sums(row, G, w.group, xq, K, nq, S.data());
-    const int32_t* s = S.data();  // token i's first vector
+    for (int64_t g = 0; g < G; ++g) d[g] = double(fp16_to_f32(uint16_t(row[g * bb] | row[g * bb + 1] << 8)));
+    sums(row, G, w.group, xq, K, nq, S);
+    const int32_t* s = S;  // token i's first vector
     for (int64_t i = 0; i < n; ++i) {
       const int nd = digits[i];
       double acc = 0;
       for (int64_t g = 0; g < G; ++g) {
         int64_t v = 0;
         for (int j = 0; j < nd; ++j) v = 255 * v + s[j * G + g];
-        acc = std::fma(double(v), d[size_t(g)], acc);
+        acc = std::fma(double(v), d[g], acc);
       }
       y[i * ldy + r] = float(acc) * (1.0f / xscale[i]);
       s += nd * G;

@@ -145,22 +145,32 @@ TEST(GroupKernels, ScalarIsTheDocumentedArithmetic) {
   }
 }
 
+// Widths of one group, of partial blocks of eight groups, and (Q2_0) an
+// odd number of groups; batches of more int8 vectors than a set takes at once.
 TEST(GroupKernels, EverySetMatchesScalarBitForBit) {
-  const Group g = make_group(gguf::TensorType::PQ2_0, 37, 512, 3);
-  const Acts a = make_acts(5, 512, 9);
-  std::vector<float> want(5 * 37), got(5 * 37, -1.0f);
-  scalar_kernels().group_gemm_i8(g.m, a.q.data(), 5, a.digits.data(), a.scale.data(), want.data(), 37, 0, 37);
-  for (const KernelSet* k : all_kernel_sets()) {
-    if (!k->available(cpu_features())) continue;
-    // In two row ranges, as threads split them.
-    group_gemm_i8_of(*k)(g.m, a.q.data(), 5, a.digits.data(), a.scale.data(), got.data(), 37, 0, 13);
-    group_gemm_i8_of(*k)(g.m, a.q.data(), 5, a.digits.data(), a.scale.data(), got.data(), 37, 13, 37);
-    EXPECT_EQ(got, want) << k->name;
-    // One token alone gets what it gets in the batch.
-    std::vector<float> one(37);
-    group_gemm_i8_of(*k)(g.m, a.q.data(), 1, a.digits.data(), a.scale.data(), one.data(), 37, 0, 37);
-    EXPECT_TRUE(std::equal(one.begin(), one.end(), want.begin())) << k->name;
+  const std::pair<gguf::TensorType, int64_t> shapes[] = {
+      {gguf::TensorType::PQ2_0, 128}, {gguf::TensorType::PQ2_0, 512}, {gguf::TensorType::PQ2_0, 1152},
+      {gguf::TensorType::Q2_0, 64},   {gguf::TensorType::Q2_0, 320},  {gguf::TensorType::Q2_0, 1088}};
+  int ran = 0;
+  for (const auto& [type, cols] : shapes) {
+    const Group g = make_group(type, 37, cols, uint32_t(cols));
+    const Acts a = make_acts(5, cols, 9);  // 1 + 2 + 3 + 1 + 2 = 9 vectors
+    std::vector<float> want(5 * 37), got(5 * 37, -1.0f);
+    scalar_kernels().group_gemm_i8(g.m, a.q.data(), 5, a.digits.data(), a.scale.data(), want.data(), 37, 0, 37);
+    for (const KernelSet* k : all_kernel_sets()) {
+      if (!k->available(cpu_features())) continue;
+      // In two row ranges, as threads split them.
+      group_gemm_i8_of(*k)(g.m, a.q.data(), 5, a.digits.data(), a.scale.data(), got.data(), 37, 0, 13);
+      group_gemm_i8_of(*k)(g.m, a.q.data(), 5, a.digits.data(), a.scale.data(), got.data(), 37, 13, 37);
+      EXPECT_EQ(got, want) << k->name << " " << gguf::traits(type).name << " " << cols;
+      // One token alone gets what it gets in the batch.
+      std::vector<float> one(37);
+      group_gemm_i8_of(*k)(g.m, a.q.data(), 1, a.digits.data(), a.scale.data(), one.data(), 37, 0, 37);
+      EXPECT_TRUE(std::equal(one.begin(), one.end(), want.begin())) << k->name;
+      ++ran;
+    }
   }
+  EXPECT_GE(ran, 6);
 }
 
 TEST(GroupKernels, BadCallsAreErrors) {

@@ -39,6 +39,12 @@ REAL = {
     "1bitllm": (1536, 4096, 24, 16, 16, 96, 32002),             # 1bitLLM/bitnet_b1_58-large
     "1bitllm-3b": (3200, 8640, 26, 32, 32, 100, 32002),         # 1bitLLM/bitnet_b1_58-3B
     "trilm": (3072, 9216, 30, 24, 24, 128, 50688),              # SpectraSuite/TriLM_3.9B_Unpacked
+    # Ternary Bonsai 8B and 1.7B (Qwen3-8B's and Qwen3-1.7B's shapes; 1.7B tied)
+    "bonsai": (4096, 12288, 36, 32, 8, 128, 151936),
+    "bonsai-1.7b": (2048, 6144, 28, 16, 8, 128, 151936),
+    # the same shapes ternary per row (TQ2_0 can hold them): the reference format
+    "qwen3": (4096, 12288, 36, 32, 8, 128, 151936),
+    "qwen3-1.7b": (2048, 6144, 28, 16, 8, 128, 151936),
     # meta-llama/Llama-2-7b-hf, whose BF16 layout Fairy2i-W2 ships (pack --fairy2i)
     "llama2-7b": (4096, 11008, 32, 32, 32, 128, 32000),
 }
@@ -63,7 +69,10 @@ def main():
     D, F, L, H, KVH, HD, V = REAL[a.family]
     L = a.layers or L
     # LLaMA-2 is TriLM's layout (a plain LlamaForCausalLM) with BF16 latent weights.
-    spec = fam.Spec("trilm" if a.family == "llama2-7b" else a.family)
+    small = a.family.endswith("-1.7b")
+    spec = fam.Spec("trilm" if a.family == "llama2-7b" else a.family.replace("-1.7b", "-tied" if a.family.startswith("qwen3") else ""))
+    if a.family.startswith(("bonsai", "qwen3")):
+        spec.tied = small
     if a.family == "llama2-7b":
         spec.linear, spec.float_dtype = "latent", "BF16"
     spec.hidden, spec.inter, spec.heads, spec.kv_heads = D, F, H, KVH
@@ -74,6 +83,8 @@ def main():
     shutil.copyfile(fam.TOKENIZER, os.path.join(a.out, "tokenizer.model"))
     cfg = fam.config_for(spec, V)
     cfg.update({"num_hidden_layers": L, "head_dim": HD})
+    if a.family.startswith(("bonsai", "qwen3")):  # the tiny fixture's YaRN is not the real model's
+        cfg.update({"rope_scaling": None, "max_position_embeddings": 40960, "max_window_layers": L})
     if spec.vocab_pad:
         cfg["pad_token_id"] = V - 2
 
@@ -98,6 +109,13 @@ def main():
             plan.append((name + "_scale", (1,), "BF16", lambda n: fam.round_to(np.array([ws]), "BF16")))
         elif spec.linear == "latent":
             normal(name, rows, cols, scale)
+        elif spec.linear == "groupternary":  # s_g * trits per 128 weights
+            def make(n):
+                s = fam.round_to(scale * rng.uniform(0.5, 2.0, size=(n, cols // 128, 1)), fd).astype(np.float32)
+                codes = random_packed(rng, 4 * ((n + 3) // 4), cols)
+                t = np.concatenate([((codes >> (2 * i)) & 3).astype(np.int8) - 1 for i in range(4)])[:n]
+                return (t.reshape(n, cols // 128, 128).astype(np.float32) * s).reshape(n, cols)
+            floats(name, (rows, cols), make)
         else:  # rowternary: s_r * trits, codes 0..2 from random bytes
             def make(n):
                 s = fam.round_to(scale * rng.uniform(0.7, 1.4, size=(n, 1)), fd).astype(np.float32)
@@ -107,13 +125,21 @@ def main():
             floats(name, (rows, cols), make)
 
     kv = KVH * HD
-    normal("model.embed_tokens.weight", V, D, 0.25)
+    if spec.group_embedding:
+        spec.linear, keep = "groupternary", spec.linear
+        linear("model.embed_tokens.weight", V, D, 0.25)
+        spec.linear = keep
+    else:
+        normal("model.embed_tokens.weight", V, D, 0.25)
     for l in range(L):
         p = "model.layers.%d." % l
         norm(p + "input_layernorm.weight", D)
         linear(p + "self_attn.q_proj.weight", H * HD, D, 0.05)
         linear(p + "self_attn.k_proj.weight", kv, D, 0.05)
         linear(p + "self_attn.v_proj.weight", kv, D, 0.05)
+        if spec.qk_norms:
+            norm(p + "self_attn.q_norm.weight", HD)
+            norm(p + "self_attn.k_norm.weight", HD)
         if spec.sub_norms:
             norm(p + spec.sub_norms[0], H * HD)
         linear(p + "self_attn.o_proj.weight", D, H * HD, 0.05)
