@@ -108,6 +108,7 @@ struct Weights {
   const float* output_norm = nullptr; // [dim]
   FloatMatrix output;                 // [vocab x dim]; token_embd when tied; empty for Fairy2i
   Linear output_phase;                // Fairy2i: the head [vocab x dim] as a phase linear
+  Linear output_group;                // a PQ2_0 / Q2_0 head [vocab x dim] (output's bytes) as a group linear
 };
 
 // How the linears of a float-activation model (TriLM) take their input.

@@ -460,6 +460,7 @@ void Step::head(float* logits) {
       ops::rmsnorm(s_.xb.data() + size_t(m++) * D, s_.x.data() + size_t(i) * D, w_.output_norm, D, c_.norm_eps);
   if (m == 0) return;
   if (c_.phase) return linears({{&w_.output_phase, logits}}, s_.xb.data(), m, D);
+  if (w_.output_group.group.data) return linears({{&w_.output_group, logits}}, s_.xb.data(), m, D);
   const FloatMatrix h = m_.head();
   const int64_t V = c_.vocab_size;
   pool_.run([&](int) {

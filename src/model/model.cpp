@@ -25,12 +25,19 @@ namespace {
 
 using gguf::TensorType;
 
-// Heads in what the dense kernels multiply; embeddings (a row per token)
-// also in Q4_K, llama-quantize's default for them in TQ1_0/TQ2_0 files.
-constexpr std::span<const TensorType> kHeadTypes{kDenseTypes};
-constexpr auto kEmbeddingTypes = [] {
-  std::array<TensorType, std::size(kDenseTypes) + 1> a{};
+// Heads in what the dense kernels multiply, or group-scaled (Ternary
+// Bonsai's, on the group kernels); embeddings (a row per token) also in
+// Q4_K, llama-quantize's default for them in TQ1_0/TQ2_0 files.
+constexpr auto kHeadTypes = [] {
+  std::array<TensorType, std::size(kDenseTypes) + 2> a{};
   std::copy(std::begin(kDenseTypes), std::end(kDenseTypes), a.begin());
+  a[a.size() - 2] = TensorType::PQ2_0;
+  a.back() = TensorType::Q2_0;
+  return a;
+}();
+constexpr auto kEmbeddingTypes = [] {
+  std::array<TensorType, std::size(kHeadTypes) + 1> a{};
+  std::copy(std::begin(kHeadTypes), std::end(kHeadTypes), a.begin());
   a.back() = TensorType::Q4_K;
   return a;
 }();
@@ -361,6 +368,10 @@ void FloatMatrix::row(int64_t r, float* out) const {
     case gguf::TensorType::Q8_0:
       for (int64_t i = 0; i < cols; ++i) out[i] = q8_0_value(reinterpret_cast<const BlockQ8_0*>(p), i);
       return;
+    case gguf::TensorType::PQ2_0:
+    case gguf::TensorType::Q2_0:
+      dequantize_q2_group_row(p, cols, group_size(type), out);
+      return;
     case gguf::TensorType::Q6_K:
       dequantize_q6_k_row(reinterpret_cast<const BlockQ6_K*>(p), cols, out);
       return;
@@ -490,8 +501,10 @@ int64_t Model::n_params() const {
 int64_t Model::bytes_per_token() const {
   const Config& c = config_;
   int64_t bytes = norm_floats(c) * int64_t(sizeof(float));
+  const FloatMatrix& h = weights_.output;
   bytes += c.phase ? phase_bytes(weights_.output_phase.phase)
-                   : weights_.output.rows * dense_row_bytes(weights_.output.type, weights_.output.cols);
+           : is_group_type(h.type) ? h.rows * int64_t(gguf::row_bytes(h.type, uint64_t(h.cols)))
+                                   : h.rows * dense_row_bytes(h.type, h.cols);
   for_each_linear(weights_, [&](const Linear& l) {
     bytes += l.phase.data ? phase_bytes(l.phase)
            : l.group.data ? l.group.rows * l.group.groups() * group_block_bytes(l.group.group)
@@ -625,11 +638,22 @@ std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
   c.tied_output = !c.phase && f.find_tensor("output.weight") == nullptr;
   if (c.phase) w.output_phase = load_phase(f, "output.weight", c.vocab_size, c.dim);
   else w.output = c.tied_output ? w.token_embd : float_matrix(f, "output.weight", c.vocab_size, c.dim);
+  // A group-scaled head runs on the group kernels as a linear, its every
+  // scale checked now (load_group), in place: there is no dense stream to
+  // move onto huge pages.
+  const bool group_head = is_group_type(w.output.type);
+  if (group_head) {
+    w.output_group = load_group(f, c.tied_output ? "token_embd.weight" : "output.weight",
+                                *f.find_tensor(c.tied_output ? "token_embd.weight" : "output.weight"), c.vocab_size,
+                                c.dim);
+    w.output_group.kernels = m->kernels_;
+    m->head_checked_.store(true, std::memory_order_release);
+  }
   if (c.tied_output && w.token_embd.type == TensorType::Q4_K)
     throw file_error(path, "tensor 'token_embd.weight' is Q4_K and, with no 'output.weight', also the output head; "
                            "tern multiplies heads in " + dense_type_names());
   m->head_data_.store(w.output.data, std::memory_order_release);
-  m->head_move_claimed_.store(!f.mapped() || c.phase, std::memory_order_release);
+  m->head_move_claimed_.store(!f.mapped() || c.phase || group_head, std::memory_order_release);
   return m;
 }
 

@@ -4,6 +4,7 @@
 
 #include "tern/error.h"
 #include "tern/quant.h"
+#include "tern/quant_group.h"
 
 namespace tern {
 namespace {
@@ -67,6 +68,16 @@ int64_t find_nonfinite(gguf::TensorType t, const uint8_t* data, int64_t n) {
         if ((d & 0x7c00u) == 0x7c00u) return b * QK_K;
       }
       return -1;
+    case TensorType::PQ2_0:  // a scale of its own per group, first in the block
+    case TensorType::Q2_0: {
+      const int g = group_size(t);
+      for (int64_t b = 0; b < n / g; ++b) {
+        uint16_t d;
+        std::memcpy(&d, data + b * group_block_bytes(g), sizeof d);
+        if ((d & 0x7c00u) == 0x7c00u) return b * g;
+      }
+      return -1;
+    }
     default:
       throw Error(std::string("find_nonfinite: ") + gguf::traits(t).name + " is not a float type");
   }

@@ -201,19 +201,22 @@ TEST_F(Hostile, NonFiniteNormOrEmbeddingIsRefused) {
 // groups cannot be declared at all (the reader checks block sizes).
 TEST_F(Hostile, GroupScaledLinearWithANonFiniteScaleIsRefused) {
   const std::string src = (tern::test::test_models() / "family-bonsai" / "pq2_0.gguf").string();
-  for (const uint16_t h : {uint16_t(0x7e00), uint16_t(0x7c00)}) {  // NaN, infinity
-    const std::string bad = (dir_ / ("group-scale-" + std::to_string(h) + ".gguf")).string();
-    tern::test::rewrite_file(
-        src, bad, {},
-        [&](const tern::gguf::TensorInfo& t, const tern::gguf::File&, TensorType&, std::vector<uint8_t>& b) {
-          if (t.name != "blk.1.ffn_down.weight") return;
-          const size_t block = 3 * (t.dims[0] / 128) + 2;  // row 3, group 2
-          std::memcpy(&b[block * 34], &h, 2);
-        },
-        tern::test::TernKeys::Keep);
-    expect_error(cli("generate -m " + quote(bad) + " -p x -n 1", std::to_string(h)),
-                 "tensor 'blk.1.ffn_down.weight' row 3 group 2 has a scale that is not finite");
-  }
+  // A linear, and the tied embedding that is also the head (Bonsai's).
+  for (const std::string name : {"blk.1.ffn_down.weight", "token_embd.weight"})
+    for (const uint16_t h : {uint16_t(0x7e00), uint16_t(0x7c00)}) {  // NaN, infinity
+      const std::string bad = (dir_ / ("group-scale-" + name + std::to_string(h) + ".gguf")).string();
+      tern::test::rewrite_file(
+          src, bad, {},
+          [&](const tern::gguf::TensorInfo& t, const tern::gguf::File&, TensorType& type, std::vector<uint8_t>& b) {
+            if (t.name != name) return;
+            ASSERT_EQ(type, TensorType::PQ2_0) << name;
+            const size_t block = 3 * (t.dims[0] / 128) + 1;  // row 3, group 1
+            std::memcpy(&b[block * 34], &h, 2);
+          },
+          tern::test::TernKeys::Keep);
+      expect_error(cli("generate -m " + quote(bad) + " -p x -n 1", name + std::to_string(h)),
+                   "tensor '" + name + "' row 3 group 1 has a scale that is not finite");
+    }
   const std::string plus2 = (dir_ / "group-code3.gguf").string();
   tern::test::rewrite_file(
       src, plus2, {},

@@ -175,8 +175,9 @@ TEST_P(Families, LogitsMatchReference) {
     // two cannot be told apart; its float kernels are checked at 1e-4.
     EXPECT_LT(err, 1e-3) << r.variant;
     const auto exact = reference_logits(checkpoint(family()), kTokens, dir);
-    if (rel_error(ref, exact) > 1e-3)
+    if (rel_error(ref, exact) > 1e-3) {
       EXPECT_LT(err, 0.3 * rel_error(got, exact)) << "int16 rounding is not the reference's";
+    }
   }
 }
 

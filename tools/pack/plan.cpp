@@ -111,6 +111,16 @@ bool ternary_per_group(const float* row, uint64_t n) {
   return true;
 }
 
+// Every group of the row one magnitude times {-1, 0, 1}, exact in fp16.
+bool ternary_fp16_groups(const float* row, uint64_t n, int group) {
+  float a = 0, b = 0;
+  for (uint64_t g = 0; g < n; g += uint64_t(group)) {
+    const auto s = exact_row_scale(row + g, uint64_t(group), &a, &b);
+    if (!s || fp16_to_f32(f32_to_fp16(*s)) != *s) return false;
+  }
+  return true;
+}
+
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
@@ -347,6 +357,18 @@ void analyze(const PackInputs& in, PlanTensor& t, TensorType ternary_type) {
     t.type = *want;
     return;
   }
+  // Ternary Bonsai's embedding (and head) is ternary per group too: a pack
+  // to a group type stores it as one, losslessly, when every group is.
+  if (const int group = group_size(ternary_type); group && t.role == Role::Embedding && t.cols % uint64_t(group) == 0) {
+    bool groups = true;
+    for_each_chunk(in, t, [&](uint64_t, std::span<const float> v) {
+      for (uint64_t r = 0; groups && r < v.size() / t.cols; ++r) groups = ternary_fp16_groups(&v[r * t.cols], t.cols, group);
+    });
+    if (groups) {
+      t.type = ternary_type;
+      return;
+    }
+  }
   if (t.role == Role::Norm || t.src->dtype == "F32") {
     t.type = TensorType::F32;
   } else if (t.src->dtype == "F16") {
@@ -457,6 +479,21 @@ void row_trits(const PlanTensor& t, const std::vector<float>& data, ScaleRule ru
 
 std::vector<uint8_t> encode_float(const PlanTensor& t, std::span<const float> values) {
   std::vector<uint8_t> out;
+  if (const int group = group_size(t.type)) {  // analyze() found every group ternary, its scale fp16
+    const uint64_t rows = values.size() / t.cols, rb = gguf::row_bytes(t.type, t.cols), G = t.cols / uint64_t(group);
+    out.resize(rows * rb);
+    std::vector<int8_t> trits(t.cols);
+    std::vector<uint16_t> d(G);
+    float a = 0, b = 0;
+    for (uint64_t r = 0; r < rows; ++r) {
+      const float* row = values.data() + r * t.cols;
+      for (uint64_t g = 0; g < G; ++g)
+        d[g] = f32_to_fp16(exact_row_scale(row + g * uint64_t(group), uint64_t(group), &a, &b).value_or(0.0f));
+      sign_trits(row, t.cols, trits.data());
+      pack_q2_group_row(trits.data(), int64_t(t.cols), group, d.data(), out.data() + r * rb);
+    }
+    return out;
+  }
   if (t.type == TensorType::F32) {
     out.resize(values.size() * 4);
     std::memcpy(out.data(), values.data(), out.size());
