@@ -84,7 +84,10 @@ std::optional<HfConfig::Yarn> rope_scaling(const Reader& r, uint32_t max_positio
   if (type == "default" && q.size() == 1) return std::nullopt;
   if (type != "yarn") throw unsupported();
   HfConfig::Yarn y;
-  for (const auto& [key, v] : q.items()) {
+  for (const auto& item : q.items()) {
+    // Named copies: a lambda may not capture a structured binding (clang 14).
+    const std::string key = item.key();
+    const json& v = item.value();
     const auto number = [&](double lo) {
       const double d = v.is_number() ? v.get<double>() : NAN;
       if (!(d >= lo) || !std::isfinite(d) || d > 1e9)
