@@ -13,12 +13,12 @@
 #include <cmath>
 #include <vector>
 
-#include "group_driver.h"
 #include "kernel_sets.h"
 #include "phase_driver.h"
 #include "tern/error.h"
 #include "tern/phase.h"
 #include "tern/quant.h"
+#include "tern/quant_group.h"
 
 namespace tern {
 namespace {
@@ -239,9 +239,33 @@ void group_sums_i8(const uint8_t* row, int64_t G, int group, const int8_t* q, in
   }
 }
 
+// kernels.h's order, row by row: one row's scales and sums, then each
+// token's digits combined per group and the groups in the double fma chain.
 void group_gemm_i8(const GroupMatrix& w, const int8_t* xq, int64_t n, const int* digits, const float* xscale,
                    float* y, int64_t ldy, int64_t r0, int64_t r1) {
-  kernels_detail::group_gemm_i8_driver(w, xq, n, digits, xscale, y, ldy, r0, r1, &group_sums_i8);
+  kernels_detail::check_group_call(w, n, ldy, r0, r1);
+  const int64_t K = w.cols, G = w.groups(), bb = group_block_bytes(w.group);
+  int64_t nq = 0;
+  for (int64_t i = 0; i < n; ++i) nq += digits[i];
+  std::vector<double> d(static_cast<size_t>(G));          // [G] one row's scales
+  std::vector<int32_t> S(static_cast<size_t>(nq * G));    // [nq][G] its sums
+  for (int64_t r = r0; r < r1; ++r) {
+    const uint8_t* row = w.data + r * G * bb;
+    for (int64_t g = 0; g < G; ++g) d[size_t(g)] = double(fp16_to_f32(uint16_t(row[g * bb] | row[g * bb + 1] << 8)));
+    group_sums_i8(row, G, w.group, xq, K, nq, S.data());
+    const int32_t* s = S.data();  // token i's first vector
+    for (int64_t i = 0; i < n; ++i) {
+      const int nd = digits[i];
+      double acc = 0;
+      for (int64_t g = 0; g < G; ++g) {
+        int64_t v = 0;
+        for (int j = 0; j < nd; ++j) v = 255 * v + s[j * G + g];
+        acc = std::fma(double(v), d[size_t(g)], acc);
+      }
+      y[i * ldy + r] = float(acc) * (1.0f / xscale[i]);
+      s += nd * G;
+    }
+  }
 }
 
 void group_gemm_f32(const GroupMatrix& w, const float* x, int64_t n, float* y, int64_t ldy, int64_t r0,

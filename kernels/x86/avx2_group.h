@@ -23,8 +23,8 @@
 #include <cstring>
 
 #include "../code_layout.h"
-#include "../group_driver.h"
 #include "../kernel_sets.h"
+#include "tern/quant_group.h"
 
 namespace tern::kernels_detail {
 namespace {

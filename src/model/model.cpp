@@ -269,14 +269,11 @@ Linear load_i2s(const gguf::File& f, const std::string& name, const gguf::Tensor
 Linear load_group(const gguf::File& f, const std::string& name, const gguf::TensorInfo& t, int64_t rows,
                   int64_t cols) {
   const int group = group_size(t.type);
-  const int64_t G = cols / group, bb = group_block_bytes(group);
+  const int64_t rb = int64_t(gguf::row_bytes(t.type, uint64_t(cols)));
   for (int64_t r = 0; r < rows; ++r)
-    for (int64_t g = 0; g < G; ++g) {
-      const uint8_t* d = t.data + (r * G + g) * bb;
-      if (find_nonfinite(TensorType::F16, d, 1) >= 0)
-        throw file_error(f.path(), "tensor '" + name + "' row " + std::to_string(r) + " group " + std::to_string(g) +
-                                       " has a scale that is not finite");
-    }
+    if (const int64_t k = find_nonfinite(t.type, t.data + r * rb, cols); k >= 0)
+      throw file_error(f.path(), "tensor '" + name + "' row " + std::to_string(r) + " group " +
+                                     std::to_string(k / group) + " has a scale that is not finite");
   Linear l;
   l.group = GroupMatrix{t.type, rows, cols, group, t.data};
   return l;
@@ -300,9 +297,6 @@ Linear load_linear(const gguf::File& f, const std::string& name, int64_t rows, i
   if (found && is_group_type(found->type)) {
     const std::array<uint64_t, 2> dims{uint64_t(cols), uint64_t(rows)};
     const TensorType types[] = {found->type};
-    if (cols % group_size(found->type) != 0)
-      throw file_error(f.path(), "tensor '" + name + "' rows of " + std::to_string(cols) + " weights are not whole " +
-                                     gguf::traits(found->type).name + " blocks");
     return load_group(f, name, f.tensor(name, types, dims), rows, cols);
   }
   const bool i2s = found && found->type == TensorType::I2_S;  // stores the logical width
@@ -507,7 +501,7 @@ int64_t Model::bytes_per_token() const {
                                    : h.rows * dense_row_bytes(h.type, h.cols);
   for_each_linear(weights_, [&](const Linear& l) {
     bytes += l.phase.data ? phase_bytes(l.phase)
-           : l.group.data ? l.group.rows * l.group.groups() * group_block_bytes(l.group.group)
+           : l.group.data ? l.group.rows * int64_t(gguf::row_bytes(l.group.type, uint64_t(l.group.cols)))
            : l.w.packed ? l.kernels->prepared_bytes(l.w)
                         : l.w.rows * ternary_row_bytes(l.w.type, l.w.cols) + l.w.rows * int64_t(sizeof(float));
   });

@@ -104,19 +104,13 @@ float packed_scale(const Checkpoint& ckpt, const StTensor& s, ScaleConvention co
 // PrismML's group size: Ternary Bonsai is ternary with one fp16 scale per
 // 128 consecutive weights of a row.
 constexpr uint64_t kGroup = 128;
-bool ternary_per_group(const float* row, uint64_t n) {
+// Every group of `group` weights of the row (the last may be shorter) one
+// magnitude times {-1, 0, 1}; with fp16_scales, each magnitude exact in fp16.
+bool ternary_per_group(const float* row, uint64_t n, uint64_t group, bool fp16_scales) {
   float a = 0, b = 0;
-  for (uint64_t g = 0; g < n; g += kGroup)
-    if (!exact_row_scale(row + g, std::min(kGroup, n - g), &a, &b)) return false;
-  return true;
-}
-
-// Every group of the row one magnitude times {-1, 0, 1}, exact in fp16.
-bool ternary_fp16_groups(const float* row, uint64_t n, int group) {
-  float a = 0, b = 0;
-  for (uint64_t g = 0; g < n; g += uint64_t(group)) {
-    const auto s = exact_row_scale(row + g, uint64_t(group), &a, &b);
-    if (!s || fp16_to_f32(f32_to_fp16(*s)) != *s) return false;
+  for (uint64_t g = 0; g < n; g += group) {
+    const auto s = exact_row_scale(row + g, std::min(group, n - g), &a, &b);
+    if (!s || (fp16_scales && fp16_to_f32(f32_to_fp16(*s)) != *s)) return false;
   }
   return true;
 }
@@ -362,7 +356,8 @@ void analyze(const PackInputs& in, PlanTensor& t, TensorType ternary_type) {
   if (const int group = group_size(ternary_type); group && t.role == Role::Embedding && t.cols % uint64_t(group) == 0) {
     bool groups = true;
     for_each_chunk(in, t, [&](uint64_t, std::span<const float> v) {
-      for (uint64_t r = 0; groups && r < v.size() / t.cols; ++r) groups = ternary_fp16_groups(&v[r * t.cols], t.cols, group);
+      for (uint64_t r = 0; groups && r < v.size() / t.cols; ++r)
+        groups = ternary_per_group(&v[r * t.cols], t.cols, uint64_t(group), true);
     });
     if (groups) {
       t.type = ternary_type;
@@ -434,7 +429,7 @@ void analyze_ternary(PlanTensor& t, const std::vector<float>& data, ScaleRule ru
     for (uint64_t r = 0; r < t.rows; ++r) {
       float a = 0, b = 0;
       auto s = exact_row_scale(&data[r * t.cols], t.cols, &a, &b);
-      if (!s && ternary_per_group(&data[r * t.cols], t.cols))
+      if (!s && ternary_per_group(&data[r * t.cols], t.cols, kGroup, false))
         throw file_error(path, "tensor '" + t.src_name + "' row " + std::to_string(r) +
                                    " is ternary with one scale per " + std::to_string(kGroup) +
                                    " weights (" + fmt_float(a) + " and " + fmt_float(b) +
