@@ -17,6 +17,9 @@ namespace tern {
 struct ChatOptions {
   std::string system;           // a system message first, if not empty
   GenerateOptions gen;          // n_predict is per reply; < 0: until the context is full
+  // Template variables beside messages (a name and a JSON value each), as
+  // transformers' apply_chat_template(**kwargs): {"enable_thinking", "false"}.
+  std::vector<std::pair<std::string, std::string>> template_vars;
 };
 
 struct ChatTurn {
@@ -54,5 +57,15 @@ class ChatSession {
 // or empty for the model's own (tokenizer.chat_template). Throws
 // tern::Error naming --chat-template when there is none or it is malformed.
 chat::Template choose_template(const std::string& choice, const Tokenizer& tok, const std::string& model_path);
+
+// Whether the template renders a one-message conversation differently with
+// `vars` than without them: a variable the template never reads (e.g.
+// enable_thinking for a template without a thinking switch) changes nothing.
+bool template_vars_matter(const chat::Template& tmpl, const Tokenizer& tok,
+                          const std::vector<std::pair<std::string, std::string>>& vars);
+
+// {"name": value, ...} as template variables; throws tern::Error naming
+// `what` when `json` is not a JSON object.
+std::vector<std::pair<std::string, std::string>> parse_template_vars(const std::string& json, const std::string& what);
 
 }  // namespace tern

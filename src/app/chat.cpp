@@ -1,6 +1,7 @@
 #include "tern/chat.h"
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 
 #include "tern/error.h"
 #include "tern/input_file.h"
@@ -12,12 +13,42 @@ ChatSession::ChatSession(Context& ctx, const Tokenizer& tok, chat::Template tmpl
   if (!o_.system.empty()) history_.push_back({"system", o_.system});
 }
 
-std::string ChatSession::render() const {
+namespace {
+
+chat::RenderOptions render_options(const Tokenizer& tok, const std::vector<std::pair<std::string, std::string>>& vars) {
   chat::RenderOptions ro;
   ro.add_generation_prompt = true;
-  if (tok_.bos() >= 0) ro.bos_token = tok_.token_text(tok_.bos());
-  if (tok_.eos() >= 0) ro.eos_token = tok_.token_text(tok_.eos());
-  return tmpl_.render(history_, ro);
+  if (tok.bos() >= 0) ro.bos_token = tok.token_text(tok.bos());
+  if (tok.eos() >= 0) ro.eos_token = tok.token_text(tok.eos());
+  ro.extra = vars;
+  return ro;
+}
+
+}  // namespace
+
+std::string ChatSession::render() const { return tmpl_.render(history_, render_options(tok_, o_.template_vars)); }
+
+bool template_vars_matter(const chat::Template& tmpl, const Tokenizer& tok,
+                          const std::vector<std::pair<std::string, std::string>>& vars) {
+  const std::vector<chat::Message> one = {{"user", "Hello"}};
+  try {
+    return tmpl.render(one, render_options(tok, vars)) != tmpl.render(one, render_options(tok, {}));
+  } catch (const Error&) {
+    return true;  // the template reads them, if only to refuse them
+  }
+}
+
+std::vector<std::pair<std::string, std::string>> parse_template_vars(const std::string& text, const std::string& what) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception&) {
+    throw Error(what + ": not valid JSON");
+  }
+  if (!j.is_object()) throw Error(what + ": not a JSON object ({\"name\": value, ...})");
+  std::vector<std::pair<std::string, std::string>> vars;
+  for (const auto& [k, v] : j.items()) vars.emplace_back(k, v.dump());
+  return vars;
 }
 
 std::vector<int32_t> ChatSession::tokens(const std::string& text) const {

@@ -145,6 +145,46 @@ TEST_F(CliChat, ChatTemplateChoices) {
                         "broken.jinja");
 }
 
+// --no-think sets the Qwen3 template's enable_thinking to false: the
+// generation prompt then carries the empty reasoning block, as
+// apply_chat_template(enable_thinking=False) writes it.
+TEST_F(CliChat, NoThinkAsksTheTemplateForNoReasoning) {
+  const std::string base = "chat -m " + quote(bpe_model()) + " --chat-template qwen3 -n 4 --temp 0 --verbose-prompt";
+  auto think = piped(base, "What is 2+2?\n", "think");
+  ASSERT_EQ(think.exit_code, 0) << think.err;
+  const std::string turn = "<|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\n";
+  EXPECT_NE(think.err.find("tern: prompt:\n" + turn + "\n"), std::string::npos) << think.err;
+  auto no = piped(base + " --no-think", "What is 2+2?\n", "nothink");
+  ASSERT_EQ(no.exit_code, 0) << no.err;
+  EXPECT_NE(no.err.find("tern: prompt:\n" + turn + "<think>\n\n</think>\n\n\n"), std::string::npos) << no.err;
+  EXPECT_EQ(no.err.find("nothing changes"), std::string::npos) << no.err;
+  // The same through --chat-template-kwargs, llama.cpp's spelling.
+  auto kw = piped(base + " --chat-template-kwargs '{\"enable_thinking\": false}'", "What is 2+2?\n", "kwargs");
+  ASSERT_EQ(kw.exit_code, 0) << kw.err;
+  EXPECT_EQ(kw.out, no.out);
+  EXPECT_NE(kw.err.find(turn + "<think>\n\n</think>\n\n"), std::string::npos) << kw.err;
+  // A template without the switch is told, not silently ignored.
+  auto llama3 = piped("chat -m " + quote(bpe_model()) + " -n 2 --temp 0 --no-think", "hi\n", "llama3");
+  ASSERT_EQ(llama3.exit_code, 0) << llama3.err;
+  EXPECT_NE(llama3.err.find("--no-think: the chat template has no enable_thinking switch"), std::string::npos)
+      << llama3.err;
+}
+
+TEST_F(CliChat, ReasoningFlagsAndTheirErrors) {
+  const std::string base = "chat -m " + quote(bpe_model()) + " --chat-template qwen3 -n 6 --temp 0";
+  // The random model writes no <think> block: hiding changes nothing.
+  auto show = piped(base, "Hi\nAgain\n", "show");
+  auto hide = piped(base + " --reasoning hide", "Hi\nAgain\n", "hide");
+  ASSERT_EQ(show.exit_code, 0) << show.err;
+  ASSERT_EQ(hide.exit_code, 0) << hide.err;
+  EXPECT_EQ(hide.out, show.out);
+  expect_one_line_error(piped(base + " --reasoning maybe", "hi\n", "badr"), "--reasoning");
+  expect_one_line_error(piped(base + " --chat-template-kwargs '[1]'", "hi\n", "badk1"),
+                        "--chat-template-kwargs: not a JSON object");
+  expect_one_line_error(piped(base + " --chat-template-kwargs '{oops'", "hi\n", "badk2"),
+                        "--chat-template-kwargs: not valid JSON");
+}
+
 TEST_F(CliChat, GenerateEndsWithANewline) {
   auto r = cli("generate -m " + quote(bpe_model()) + " -p 'Hello' -n 3 --temp 0 --ignore-eos");
   ASSERT_EQ(r.exit_code, 0) << r.err;

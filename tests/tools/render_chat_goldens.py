@@ -88,6 +88,7 @@ TOKENS = {
     "llama3": ("<|begin_of_text|>", "<|eot_id|>"),
     "llama3.1": ("<|begin_of_text|>", "<|eot_id|>"),
     "qwen2": ("", "<|im_end|>"),
+    "qwen3": ("", "<|im_end|>"),
 }
 
 
@@ -111,6 +112,11 @@ CONVERSATIONS = {
     "not_alternating": [msg("user", "first"), msg("user", "second")],
     "assistant_first": [msg("assistant", "I start."), msg("user", "OK")],
     "system_only": [msg("system", "Only a system prompt.")],
+    # A reply with its reasoning, as Qwen3 writes it: the template keeps the
+    # <think> part only after the last user turn.
+    "reasoning_last": [msg("user", "What is 2+2?"), msg("assistant", "<think>\nAdd them.\n</think>\n\n4")],
+    "reasoning_history": [msg("user", "What is 2+2?"), msg("assistant", "<think>\nAdd them.\n</think>\n\n4"),
+                          msg("user", "And 3+3?")],
     "tool_result": [msg("user", "Weather in Paris?"), msg("assistant", "Let me check."),
                     msg("tool", "{\"temperature\": 21}"), msg("user", "Thanks")],
 }
@@ -134,6 +140,8 @@ EXTRAS = {
     "none": {},
     "date": {"date_string": "21 Nov 2025"},
     "tools": {"tools": [WEATHER_TOOL]},
+    "no_think": {"enable_thinking": False},
+    "think": {"enable_thinking": True},
 }
 
 
@@ -149,6 +157,8 @@ def template_cases():
             extras += ["date", "tools"]
         if name == "falcon3":
             extras += ["tools"]
+        if name == "qwen3":
+            extras += ["tools", "no_think", "think"]
         for conv_name, messages in CONVERSATIONS.items():
             for extra_name in extras:
                 for agp in (True, False):

@@ -8,6 +8,7 @@
 #include "cli/commands.h"
 #include "tern/chat.h"
 #include "tern/error.h"
+#include "tern/reasoning.h"
 
 namespace tern::cli {
 namespace {
@@ -18,8 +19,22 @@ struct ChatCliOptions {
   SamplingOptions sampling;
   std::string chat_template;
   bool verbose_prompt = false;
+  bool no_think = false;
+  std::string template_kwargs;   // --chat-template-kwargs JSON
+  std::string reasoning = "show";  // show | hide the reply's <think> block
   SpeculativeCli speculative;
 };
+
+// --chat-template-kwargs, then --no-think on top (enable_thinking=false).
+std::vector<std::pair<std::string, std::string>> template_vars(const ChatCliOptions& o) {
+  auto vars = o.template_kwargs.empty() ? std::vector<std::pair<std::string, std::string>>{}
+                                        : parse_template_vars(o.template_kwargs, "--chat-template-kwargs");
+  if (o.no_think) {
+    std::erase_if(vars, [](const auto& v) { return v.first == "enable_thinking"; });
+    vars.emplace_back("enable_thinking", "false");
+  }
+  return vars;
+}
 
 void run_chat(const ChatCliOptions& o) {
   std::unique_ptr<Model> model = open_model(o.run);
@@ -31,7 +46,11 @@ void run_chat(const ChatCliOptions& o) {
   const DraftSetup draft = open_drafter(o.speculative, o.run, *model, tok, ctx.n_ctx(), sp);
   ChatOptions chat = o.chat;
   chat.gen.drafter = draft.drafter.get();
-  ChatSession session(ctx, tok, choose_template(o.chat_template, tok, path), chat);
+  chat.template_vars = template_vars(o);
+  chat::Template tmpl = choose_template(o.chat_template, tok, path);
+  if (o.no_think && !template_vars_matter(tmpl, tok, {{"enable_thinking", "false"}}))
+    std::fprintf(stderr, "tern: --no-think: the chat template has no enable_thinking switch; nothing changes\n");
+  ChatSession session(ctx, tok, std::move(tmpl), chat);
   Sampler sampler(sp);
   const bool tty = isatty(STDIN_FILENO);
   std::fprintf(stderr, "tern: %s, kernel %s, %d threads, context %d, seed %llu\n", path.c_str(),
@@ -50,18 +69,25 @@ void run_chat(const ChatCliOptions& o) {
     if (!std::getline(std::cin, line)) break;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty()) continue;
+    const TextSink print = [](const std::string& text) {
+      std::fwrite(text.data(), 1, text.size(), stdout);
+      std::fflush(stdout);
+    };
+    // --reasoning hide: the answer only; the history keeps the whole reply
+    // and the template decides what of it the next turn sees.
+    const bool hide = o.reasoning == "hide";
+    ReasoningSplitter split(print, TextSink());
     const ChatTurn t = session.reply(
-        line, sampler,
-        [](const std::string& text) {
-          std::fwrite(text.data(), 1, text.size(), stdout);
-          std::fflush(stdout);
-        },
+        line, sampler, [&](const std::string& text) { hide ? split.feed(text) : print(text); },
         [&](const ChatTurn& start) {
           if (start.n_dropped)
             std::fprintf(stderr, "tern: context full: dropped the %d oldest turn%s\n", start.n_dropped,
                          start.n_dropped == 1 ? "" : "s");
           if (o.verbose_prompt) std::fprintf(stderr, "tern: prompt:\n%s\n", start.rendered.c_str());
         });
+    if (hide && split.in_reasoning())
+      std::fprintf(stderr, "tern: the reply ended inside its reasoning (no </think>); raise -n to see an answer\n");
+    split.finish();
     std::printf("\n");
     std::fflush(stdout);
     ++turns;
@@ -88,6 +114,13 @@ void add_chat(CLI::App& app) {
                   "template: a built-in name (chatml, llama2, llama3, falcon3, bitnet, ...) or a file (default: the model's)");
   cmd->add_flag("--verbose-prompt", o->verbose_prompt, "print the rendered prompt on stderr");
   cmd->add_flag("--ignore-eos", o->chat.gen.ignore_eos, "never stop at end-of-generation tokens");
+  cmd->add_flag("--no-think", o->no_think,
+                "ask a reasoning model to answer without thinking first (the template's enable_thinking=false)");
+  cmd->add_option("--chat-template-kwargs", o->template_kwargs,
+                  "further template variables as a JSON object, e.g. '{\"enable_thinking\": false}'");
+  cmd->add_option("--reasoning", o->reasoning, "show or hide the <think> block a reasoning model opens its reply with")
+      ->check(CLI::IsMember({"show", "hide"}))
+      ->capture_default_str();
   add_sampling_options(*cmd, o->sampling);
   add_speculative_options(*cmd, o->speculative);
   cmd->callback([o] { run_chat(*o); });
