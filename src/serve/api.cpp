@@ -16,6 +16,9 @@ json error_json(const ApiError& e) {
 
 std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
+bool is_reasoning_format(const std::string& f) { return f == "none" || f == "auto" || f == "deepseek"; }
+bool splits_reasoning(const CompletionRequest& r) { return r.chat && r.reasoning_format != "none"; }
+
 namespace {
 
 // Deeper than any request has reason to be; checked before parsing, so a
@@ -166,6 +169,20 @@ void parse_logprobs(const json& body, CompletionRequest& r) {
   if (const auto n = integer(body, "logprobs", 0, 5)) r.logprobs = int(*n);
 }
 
+// llama-server's chat extensions: chat_template_kwargs {"name": value} and
+// reasoning_format.
+void parse_template_options(const json& body, CompletionRequest& r) {
+  if (const auto k = body.find("chat_template_kwargs"); k != body.end() && !k->is_null()) {
+    if (!k->is_object()) bad("chat_template_kwargs", "'chat_template_kwargs' must be an object");
+    for (const auto& [name, v] : k->items()) r.template_vars.emplace_back(name, v.dump());
+  }
+  if (const auto f = body.find("reasoning_format"); f != body.end() && !f->is_null()) {
+    if (!f->is_string() || !is_reasoning_format(f->get<std::string>()))
+      bad("reasoning_format", "'reasoning_format' must be \"none\", \"auto\" or \"deepseek\"");
+    r.reasoning_format = f->get<std::string>();
+  }
+}
+
 CompletionRequest parse_object(const json& body, bool chat, const ParseLimits& limits) {
   if (!body.is_object()) bad("", "the request body must be a JSON object");
   CompletionRequest r;
@@ -196,6 +213,7 @@ CompletionRequest parse_object(const json& body, bool chat, const ParseLimits& l
     r.include_usage = boolean(*so, "include_usage").value_or(false);
   }
   if (!chat) r.echo = boolean(body, "echo").value_or(false);
+  if (chat) parse_template_options(body, r);
   return r;
 }
 
@@ -267,8 +285,12 @@ json completion_json(const CompletionRequest& r, const std::string& id, int64_t 
     const ChoiceResult& c = choices[i];
     json choice{{"index", i}, {"finish_reason", finish_text(c.finish)}};
     const std::string text = r.echo ? r.prompt + c.text : c.text;
-    if (r.chat) choice["message"] = {{"role", "assistant"}, {"content", text}};
-    else choice["text"] = text;
+    if (r.chat) {
+      choice["message"] = {{"role", "assistant"}, {"content", text}};
+      if (!c.reasoning.empty()) choice["message"]["reasoning_content"] = c.reasoning;
+    } else {
+      choice["text"] = text;
+    }
     if (r.logprobs < 0) choice["logprobs"] = nullptr;
     else choice["logprobs"] = r.chat ? chat_logprobs(c.logprobs) : completion_logprobs(c.logprobs, r.echo ? r.prompt.size() : 0);
     cs.push_back(choice);
@@ -280,12 +302,13 @@ json completion_json(const CompletionRequest& r, const std::string& id, int64_t 
 
 json chunk_json(const CompletionRequest& r, const std::string& id, int64_t created, const std::string& model, int index,
                 const std::string& text, const std::vector<TokenLogprob>& logprobs,
-                const std::optional<Finish>& finish, bool first) {
+                const std::optional<Finish>& finish, bool first, const std::string& reasoning) {
   json choice{{"index", index}};
   if (r.chat) {
     json delta = json::object();
     if (first) delta["role"] = "assistant";
-    if (!text.empty() || (first && !finish)) delta["content"] = text;
+    if (!reasoning.empty()) delta["reasoning_content"] = reasoning;
+    if (!text.empty() || (first && !finish && reasoning.empty())) delta["content"] = text;
     choice["delta"] = delta;
   } else {
     choice["text"] = text;

@@ -42,6 +42,13 @@ struct CompletionRequest {
   bool stream = false, include_usage = false;
   bool echo = false;  // completions: the prompt's text before the completion
   bool ignore_eos = false;  // generate past end-of-generation tokens (llama-server's extension)
+  // chat: template variables (chat_template_kwargs, llama-server's
+  // extension), over the server's --chat-template-kwargs.
+  std::vector<std::pair<std::string, std::string>> template_vars;
+  // chat: a reply that opens with a <think> block returns it apart, as
+  // message.reasoning_content / delta.reasoning_content ("auto", "deepseek"),
+  // or inside content ("none"); empty: the server's --reasoning-format.
+  std::string reasoning_format;
 };
 
 // Parses a /v1/completions (chat false) or /v1/chat/completions body.
@@ -64,7 +71,8 @@ struct TokenLogprob {
 
 // What one choice came to.
 struct ChoiceResult {
-  std::string text;
+  std::string text;       // the answer (chat: the reasoning taken out when split)
+  std::string reasoning;  // chat: the <think> block's text, when split
   Finish finish = Finish::Stop;
   std::vector<TokenLogprob> logprobs;
   int n_generated = 0;
@@ -80,13 +88,20 @@ nlohmann::json completion_json(const CompletionRequest& r, const std::string& id
                                const Usage& usage);
 // One stream chunk: choice `index` gains `text` (and its tokens' logprobs),
 // or ends with `finish`.
+// `reasoning` (chat) goes to delta.reasoning_content.
 nlohmann::json chunk_json(const CompletionRequest& r, const std::string& id, int64_t created,
                           const std::string& model, int index, const std::string& text,
                           const std::vector<TokenLogprob>& logprobs, const std::optional<Finish>& finish,
-                          bool first);
+                          bool first, const std::string& reasoning = {});
 // The last chunk with usage (stream_options.include_usage), no choices.
 nlohmann::json usage_chunk_json(const CompletionRequest& r, const std::string& id, int64_t created,
                                 const std::string& model, const Usage& usage);
+
+// "none", "auto" or "deepseek" (llama-server's names; auto and deepseek both
+// split a leading <think> block out).
+bool is_reasoning_format(const std::string& f);
+// Whether the reply's reasoning is returned apart (chat, format not "none").
+bool splits_reasoning(const CompletionRequest& r);
 
 // JSON text that never throws: invalid UTF-8 in generated text becomes U+FFFD.
 std::string dump(const nlohmann::json& j);

@@ -15,6 +15,7 @@
 
 #include "conn_watch.h"
 #include "tern/error.h"
+#include "tern/reasoning.h"
 
 namespace tern::serve {
 
@@ -147,6 +148,11 @@ std::vector<int32_t> Server::Impl::prompt_tokens(const Backend& b, const Complet
     ro.add_generation_prompt = true;
     if (b.tok->bos() >= 0) ro.bos_token = b.tok->token_text(b.tok->bos());
     if (b.tok->eos() >= 0) ro.eos_token = b.tok->token_text(b.tok->eos());
+    ro.extra = o.template_vars;
+    for (const auto& v : r.template_vars) {
+      std::erase_if(ro.extra, [&](const auto& e) { return e.first == v.first; });
+      ro.extra.push_back(v);
+    }
     try {
       text = b.tmpl->render(r.messages, ro);
     } catch (const Error& e) {
@@ -193,6 +199,7 @@ void Server::Impl::completion(const httplib::Request& hreq, const std::string& b
   }
   auto rq = std::make_shared<Request>();
   rq->req = std::move(std::get<CompletionRequest>(parsed));
+  if (rq->req.reasoning_format.empty()) rq->req.reasoning_format = o.reasoning_format;
   CompletionRequest& r = rq->req;
   ApiError err;
   const std::vector<int32_t> ids = prompt_tokens(*b, r, err);
@@ -324,6 +331,15 @@ void Server::Impl::respond_whole(std::shared_ptr<Request> rq, httplib::Response&
           choices[i].n_generated = int(j.token_ends.size());
           usage.completion_tokens += choices[i].n_generated;
         }
+        if (splits_reasoning(rq->req))
+          for (ChoiceResult& c : choices) {
+            std::string answer;
+            ReasoningSplitter split([&](const std::string& t) { answer += t; },
+                                    [&](const std::string& t) { c.reasoning += t; });
+            split.feed(c.text);
+            split.finish();
+            c.text = std::move(answer);
+          }
         const std::string body = dump(completion_json(rq->req, rq->id, rq->created, rq->model, choices, usage));
         sink.write(body.data(), body.size());
         sink.done();
@@ -348,9 +364,17 @@ void Server::Impl::respond_stream(std::shared_ptr<Request> rq, httplib::Response
     std::vector<Cursor> cur;
     std::vector<bool> first, finished;
     int completion_tokens = 0;
+    // Per choice when the reasoning is split: the splitter and what it
+    // released into the chunk being built.
+    std::vector<std::unique_ptr<ReasoningSplitter>> split;
+    std::string answer, reasoning;
   };
   auto st = std::make_shared<State>();
   st->cur.assign(rq->jobs.size(), Cursor{});
+  if (splits_reasoning(rq->req))
+    for (size_t i = 0; i < rq->jobs.size(); ++i)
+      st->split.push_back(std::make_unique<ReasoningSplitter>([st = st.get()](const std::string& t) { st->answer += t; },
+                                                              [st = st.get()](const std::string& t) { st->reasoning += t; }));
   st->first.assign(rq->jobs.size(), true);
   st->finished.assign(rq->jobs.size(), false);
   ++responding;
@@ -378,16 +402,26 @@ void Server::Impl::respond_stream(std::shared_ptr<Request> rq, httplib::Response
           // text), then any text released at the end; a choice that ends
           // with no token still opens with one chunk.
           if (fin && st->first[i] && u.pieces.empty()) u.pieces.push_back({});
+          // The text of a piece, or what the reasoning splitter releases of it.
+          const auto split = [&](const std::string& text, bool last) {
+            if (st->split.empty()) return std::pair<std::string, std::string>(text, "");
+            st->answer.clear(), st->reasoning.clear();
+            st->split[i]->feed(text);
+            if (last) st->split[i]->finish();
+            return std::pair(std::move(st->answer), std::move(st->reasoning));
+          };
           for (const Piece& p : u.pieces) {
-            if (!event(chunk_json(rq->req, rq->id, rq->created, rq->model, int(i), p.text, p.logprobs, std::nullopt,
-                                  st->first[i]))) {
+            const auto [answer, reasoning] = split(p.text, false);
+            if (!event(chunk_json(rq->req, rq->id, rq->created, rq->model, int(i), answer, p.logprobs, std::nullopt,
+                                  st->first[i], reasoning))) {
               for (auto& other : rq->jobs) other->cancelled = true;
               return false;
             }
             st->first[i] = false;
           }
           if (fin) {
-            if (!event(chunk_json(rq->req, rq->id, rq->created, rq->model, int(i), "", {}, fin, false))) {
+            const auto [answer, reasoning] = split("", true);
+            if (!event(chunk_json(rq->req, rq->id, rq->created, rq->model, int(i), answer, {}, fin, false, reasoning))) {
               for (auto& other : rq->jobs) other->cancelled = true;
               return false;
             }

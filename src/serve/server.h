@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "engine.h"
 #include "tern/chat_template.h"
@@ -32,6 +34,10 @@ struct ServerOptions {
   int http_threads = 0;      // 0: enough for every slot and queued request
   bool log_prompts = false;  // the access log never shows prompt text unless asked
   std::string model_name;    // /v1/models and the responses' "model"
+  // Chat template variables for every request (--chat-template-kwargs);
+  // a request's chat_template_kwargs override them name by name.
+  std::vector<std::pair<std::string, std::string>> template_vars;
+  std::string reasoning_format = "auto";  // a request's reasoning_format, when it gives none
 };
 
 // What the endpoints run on, once the model is loaded.

@@ -42,7 +42,8 @@ TEST(ServeApi, ChatFieldsAreRead) {
       "max_completion_tokens": 12, "temperature": 0.5, "top_p": 0.9, "top_k": 7, "min_p": 0.1, "seed": -3,
       "stop": ["\n", "END"], "n": 2, "presence_penalty": 0.5, "frequency_penalty": -0.5,
       "logit_bias": {"42": -100, "7": 3.5}, "logprobs": true, "top_logprobs": 3,
-      "stream": true, "stream_options": {"include_usage": true}, "unknown_field": {"anything": [1, 2]}})",
+      "stream": true, "stream_options": {"include_usage": true}, "unknown_field": {"anything": [1, 2]},
+      "chat_template_kwargs": {"enable_thinking": false, "n": [1]}, "reasoning_format": "none"})",
                                  true);
   ASSERT_EQ(r.messages.size(), 4u);
   EXPECT_EQ(r.messages[1].content, "Hi there");
@@ -60,6 +61,9 @@ TEST(ServeApi, ChatFieldsAreRead) {
   EXPECT_EQ(r.logprobs, 3);
   EXPECT_TRUE(r.stream);
   EXPECT_TRUE(r.include_usage);
+  EXPECT_EQ(r.template_vars, (std::vector<std::pair<std::string, std::string>>{{"enable_thinking", "false"}, {"n", "[1]"}}));
+  EXPECT_EQ(r.reasoning_format, "none");
+  EXPECT_FALSE(tern::serve::splits_reasoning(r));
 }
 
 TEST(ServeApi, CompletionFieldsAndDefaults) {
@@ -101,6 +105,10 @@ TEST(ServeApi, BadRequestsNameTheirField) {
       {R"({"messages": [{"role": "user", "content": "x"}], "stream": "yes"})", "stream"},
       {R"({"messages": [{"role": "user", "content": "x"}], "stream_options": 3})", "stream_options"},
       {R"({"messages": [{"role": "user", "content": "x"}], "presence_penalty": 3})", "presence_penalty"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "chat_template_kwargs": [1]})", "chat_template_kwargs"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "chat_template_kwargs": "x"})", "chat_template_kwargs"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "reasoning_format": "raw"})", "reasoning_format"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "reasoning_format": 1})", "reasoning_format"},
   };
   for (auto [body, param] : chat) {
     const ApiError e = bad(body, true);
@@ -148,6 +156,15 @@ TEST(ServeApi, ResponsesHaveOpenAIsShape) {
   const auto err = tern::serve::error_json({400, "bad", "invalid_request_error", "n", ""});
   EXPECT_EQ(err["error"]["param"], "n");
   EXPECT_TRUE(err["error"]["code"].is_null());
+  // A reply's reasoning, split out, goes beside the content.
+  c.reasoning = "Add them.";
+  const auto split = tern::serve::completion_json(r, "chatcmpl-1", 7, "m", {c}, {3, 2});
+  EXPECT_EQ(split["choices"][0]["message"]["reasoning_content"], "Add them.");
+  EXPECT_EQ(split["choices"][0]["message"]["content"], "hello");
+  EXPECT_FALSE(j["choices"][0]["message"].contains("reasoning_content"));
+  const auto think = tern::serve::chunk_json(r, "chatcmpl-1", 7, "m", 0, "", {}, std::nullopt, true, "Add");
+  EXPECT_EQ(think["choices"][0]["delta"]["reasoning_content"], "Add");
+  EXPECT_FALSE(think["choices"][0]["delta"].contains("content"));
   // Invalid UTF-8 in generated text does not stop the JSON.
   EXPECT_NE(tern::serve::dump(nlohmann::json{{"t", std::string("a\xff")}}).find("\xef\xbf\xbd"), std::string::npos);
 }

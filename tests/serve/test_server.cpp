@@ -31,10 +31,13 @@ struct Running {
   std::thread thread;
   int port = 0;
 
-  Running(const std::string& path, tern::serve::ServerOptions so = {}, tern::serve::EngineOptions eo = {}) {
+  // `chat_template`: a built-in template's name; empty: the model's own.
+  Running(const std::string& path, tern::serve::ServerOptions so = {}, tern::serve::EngineOptions eo = {},
+          const char* chat_template = "") {
     model = tern::Model::load(path);
     tok = std::make_unique<tern::Tokenizer>(model->file());
-    if (!tok->chat_template().empty()) tmpl.emplace(tern::chat::Template::parse(tok->chat_template()));
+    if (*chat_template) tmpl.emplace(tern::chat::Template::parse(tern::chat::builtin_template(chat_template)));
+    else if (!tok->chat_template().empty()) tmpl.emplace(tern::chat::Template::parse(tok->chat_template()));
     if (eo.ctx == 0) eo.ctx = 4 * model->config().context_length;
     eo.threads = 2;
     engine = std::make_unique<tern::serve::Engine>(*model, *tok, eo);
@@ -248,6 +251,45 @@ TEST(Serve, ChatUsesTheTemplateAndLogprobs) {
   const size_t at = m->body.find("\ntern_prompt_tokens_cached_total ");
   ASSERT_NE(at, std::string::npos);
   EXPECT_GT(std::stoll(m->body.substr(at + 33)), 0) << m->body;
+}
+
+// chat_template_kwargs reach the template (Qwen3's enable_thinking=false
+// adds the empty reasoning block to the prompt), over the server's
+// --chat-template-kwargs; a reply without a <think> block is the same text
+// whether the reasoning is split out or not, streamed or not.
+TEST(Serve, ChatTemplateKwargsAndReasoningFormat) {
+  const std::string path = (tern::test::test_models() / "bpe" / "tq2_0.gguf").string();
+  const json messages = json::array({{{"role", "user"}, {"content", "Hello"}}});
+  const json base{{"messages", messages}, {"max_tokens", 6}, {"temperature", 0}};
+  json off = base;
+  off["chat_template_kwargs"] = {{"enable_thinking", false}};
+  json on = base;
+  on["chat_template_kwargs"] = {{"enable_thinking", true}};
+  int thinking = 0, not_thinking = 0;
+  {
+    Running srv(path, {}, {}, "qwen3");
+    auto c = srv.client();
+    const json r = post(c, "/v1/chat/completions", base);
+    thinking = r["usage"]["prompt_tokens"];
+    not_thinking = post(c, "/v1/chat/completions", off)["usage"]["prompt_tokens"];
+    EXPECT_GT(not_thinking, thinking);  // "<think>\n\n</think>\n\n" more
+    EXPECT_EQ(post(c, "/v1/chat/completions", on)["usage"]["prompt_tokens"], thinking);
+    EXPECT_FALSE(r["choices"][0]["message"].contains("reasoning_content")) << r.dump();
+    json none = base;
+    none["reasoning_format"] = "none";
+    EXPECT_EQ(post(c, "/v1/chat/completions", none)["choices"][0]["message"]["content"],
+              r["choices"][0]["message"]["content"]);
+    EXPECT_EQ(stream(c, "/v1/chat/completions", base).text[0], r["choices"][0]["message"]["content"]);
+    json bad = base;
+    bad["chat_template_kwargs"] = "enable_thinking";
+    post(c, "/v1/chat/completions", bad, 400);
+  }
+  tern::serve::ServerOptions so;
+  so.template_vars = {{"enable_thinking", "false"}};
+  Running srv(path, so, {}, "qwen3");
+  auto c = srv.client();
+  EXPECT_EQ(post(c, "/v1/chat/completions", base)["usage"]["prompt_tokens"], not_thinking);
+  EXPECT_EQ(post(c, "/v1/chat/completions", on)["usage"]["prompt_tokens"], thinking);
 }
 
 TEST(Serve, TokenizeDetokenizeModelsHealth) {

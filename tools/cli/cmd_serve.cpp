@@ -25,6 +25,7 @@ struct ServeCliOptions {
   int max_queue = 64;
   int batch = 256;
   std::string api_key_file, chat_template, log_level = "info", log_file, alias;
+  std::string template_kwargs;  // --chat-template-kwargs JSON
 };
 
 std::shared_ptr<spdlog::logger> make_logger(const ServeCliOptions& o) {
@@ -50,6 +51,7 @@ std::string api_key(const ServeCliOptions& o) {
 void run_serve(const ServeCliOptions& o) {
   serve::ServerOptions so = o.server;
   so.api_key = api_key(o);
+  if (!o.template_kwargs.empty()) so.template_vars = parse_template_vars(o.template_kwargs, "--chat-template-kwargs");
   const std::string path = o.run.model.empty() ? default_model_path() : o.run.model;
   so.model_name = o.alias.empty() ? std::filesystem::path(path).filename().string() : o.alias;
   auto log = make_logger(o);
@@ -130,6 +132,12 @@ void add_serve(CLI::App& app) {
   cmd->add_option("-b,--batch-size", o->batch, "tokens per step of the engine (default 256)")->check(CLI::Range(1, 8192));
   cmd->add_option("--threads-http", o->server.http_threads, "HTTP threads (default 96)")->check(CLI::Range(1, 4096));
   cmd->add_option("--chat-template", o->chat_template, "a built-in name or a file (default: the model's)");
+  cmd->add_option("--chat-template-kwargs", o->template_kwargs,
+                  "template variables for every chat request as a JSON object, e.g. '{\"enable_thinking\": false}'");
+  cmd->add_option("--reasoning-format", o->server.reasoning_format,
+                  "none: a reply's <think> block stays in content; auto, deepseek: it goes to reasoning_content")
+      ->check(CLI::IsMember({"none", "auto", "deepseek"}))
+      ->capture_default_str();
   cmd->add_option("-a,--alias", o->alias, "the model's name in /v1/models and responses (default: the file name)");
   cmd->add_option("--log-level", o->log_level, "trace, debug, info (default), warn, error, off")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
