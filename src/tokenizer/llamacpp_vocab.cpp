@@ -15,6 +15,9 @@ struct PreRule {
   std::vector<const char*> names;
   std::vector<const char*> regexes;  // applied in turn, each splitting the pieces of the last
   bool ignore_merges = false;
+  // A Hugging Face normalizer the tokenizer.json files of these models carry
+  // and llama.cpp skips ("NFC" for Qwen2 and Qwen3), or null.
+  const char* normalizer = nullptr;
 };
 
 // llama.cpp's tokenizer.ggml.pre names (src/llama-vocab.cpp) for the
@@ -26,7 +29,11 @@ const std::vector<PreRule>& pre_rules() {
        {kLlama3Pattern},
        true},
       {{"gpt-2", "phi-2", "mpt", "olmo", "jais"}, {kGpt2Pattern}, false},
-      {{"qwen2", "stablelm2", "deepseek-r1-qwen"}, {kQwen2Pattern}, false},
+      // Every Qwen2 / Qwen2.5 / Qwen3 tokenizer.json normalizes to NFC first;
+      // tern follows Hugging Face there, so text with e.g. CJK compatibility
+      // ideographs gets the model's ids, not llama.cpp's.
+      {{"qwen2"}, {kQwen2Pattern}, false, "NFC"},
+      {{"stablelm2", "deepseek-r1-qwen"}, {kQwen2Pattern}, false},
       {{"starcoder", "refact", "command-r", "smollm", "codeshell", "exaone", "minerva-7b"},
        {"\\p{N}", kGpt2Pattern},
        false},
@@ -78,7 +85,7 @@ Json llamacpp_pipeline(const Spec& s, std::string& note) {
         Json steps = Json::array();
         for (const char* re : r.regexes) steps.push_back(split_step(re));
         steps.push_back({{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", false}});
-        p["normalizer"] = nullptr;
+        p["normalizer"] = r.normalizer ? Json{{"type", r.normalizer}} : Json(nullptr);
         p["pre_tokenizer"] = {{"type", "Sequence"}, {"pretokenizers", steps}};
         p["decoder"] = {{"type", "ByteLevel"}};
         p["model"] = {{"ignore_merges", r.ignore_merges}};

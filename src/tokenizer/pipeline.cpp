@@ -93,7 +93,7 @@ int unicode_to_byte(uint32_t cp) { return cp < 512 ? byte_map().to_byte[cp] : -1
 struct Pipeline::Step {
   enum Kind {
     // normalizers
-    NPrepend, NReplace, NStrip,
+    NPrepend, NReplace, NStrip, NUnicode,
     // pre-tokenizers
     PSplit, PByteLevel, PMetaspace, PDigits, PPunctuation, PWhitespace, PWhitespaceSplit,
     // decoders
@@ -104,6 +104,7 @@ struct Pipeline::Step {
   Behavior behavior = Behavior::Isolated;
   bool invert = false, add_prefix_space = false, use_regex = false, left = false, right = false;
   Prepend prepend = Prepend::Always;
+  UnicodeForm form = UnicodeForm::NFC;
   bool split = true;
   size_t start = 0, stop = 0;
 };
@@ -154,6 +155,13 @@ Steps parse_normalizer(const Json& j) {
       auto s = make(Step::NStrip);
       s->left = get_bool(n, "strip_left", "Strip", true);
       s->right = get_bool(n, "strip_right", "Strip", true);
+      out.push_back(std::move(s));
+    } else if (t == "NFC" || t == "NFD" || t == "NFKC" || t == "NFKD") {
+      auto s = make(Step::NUnicode);
+      s->form = t == "NFC"    ? UnicodeForm::NFC
+                : t == "NFD"  ? UnicodeForm::NFD
+                : t == "NFKC" ? UnicodeForm::NFKC
+                              : UnicodeForm::NFKD;
       out.push_back(std::move(s));
     } else {
       throw Error("normalizer '" + t + "' is not supported");
@@ -353,6 +361,9 @@ std::string Pipeline::normalize(std::string_view text) const {
         s = std::move(r);
         break;
       }
+      case Step::NUnicode:
+        s = unicode_normalize(s, st->form);
+        break;
       case Step::NStrip: {
         size_t b = 0, e = s.size();
         // Strip Unicode whitespace, a character at a time.

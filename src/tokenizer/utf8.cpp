@@ -1,5 +1,12 @@
 #include "tokenizer/utf8.h"
 
+#include <utf8proc.h>
+
+#include <cstdlib>
+#include <memory>
+
+#include "tern/error.h"
+
 namespace tern::tok {
 
 size_t utf8_valid_len(std::string_view s, size_t i) {
@@ -110,6 +117,26 @@ int byte_token_value(std::string_view t) {
   if (t.size() != 6 || t.compare(0, 3, "<0x") != 0 || t[5] != '>') return -1;
   const int hi = hex(t[3]), lo = hex(t[4]);
   return hi < 0 || lo < 0 ? -1 : hi * 16 + lo;
+}
+
+std::string unicode_normalize(std::string_view s, UnicodeForm form) {
+  if (s.empty()) return {};
+  // UTF8PROC_STABLE: only the stable (versioned) decompositions, as the
+  // Unicode normalization forms define them.
+  int opt = UTF8PROC_STABLE;
+  switch (form) {
+    case UnicodeForm::NFC: opt |= UTF8PROC_COMPOSE; break;
+    case UnicodeForm::NFD: opt |= UTF8PROC_DECOMPOSE; break;
+    case UnicodeForm::NFKC: opt |= UTF8PROC_COMPOSE | UTF8PROC_COMPAT; break;
+    case UnicodeForm::NFKD: opt |= UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT; break;
+  }
+  utf8proc_uint8_t* out = nullptr;
+  // An explicit length (no UTF8PROC_NULLTERM), so NUL bytes in the text stay.
+  const utf8proc_ssize_t n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(s.data()),
+                                          utf8proc_ssize_t(s.size()), &out, utf8proc_option_t(opt));
+  std::unique_ptr<utf8proc_uint8_t, decltype(&std::free)> owned(out, &std::free);
+  if (n < 0) throw Error(std::string("Unicode normalization failed: ") + utf8proc_errmsg(n));
+  return std::string(reinterpret_cast<const char*>(out), size_t(n));
 }
 
 }  // namespace tern::tok

@@ -19,6 +19,13 @@ void utf8_append(std::string& out, uint32_t cp);
 // Unicode White_Space, as Rust's char::is_whitespace.
 bool is_unicode_space(uint32_t cp);
 
+// Unicode normalization forms, as Hugging Face's NFC / NFD / NFKC / NFKD
+// normalizers apply them (Qwen2 and Qwen3 tokenizer.json files carry NFC).
+enum class UnicodeForm { NFC, NFD, NFKC, NFKD };
+// `s` (valid UTF-8) in the given form; throws tern::Error if utf8proc
+// refuses the text.
+std::string unicode_normalize(std::string_view s, UnicodeForm form);
+
 // The byte a "<0xAB>" byte-fallback token stands for, or -1 if `token` is
 // not exactly that shape with two hex digits.
 int byte_token_value(std::string_view token);

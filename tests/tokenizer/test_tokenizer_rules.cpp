@@ -180,6 +180,62 @@ TEST(Pipeline, ByteFallbackSpellsUnknownCharactersInBytes) {
   EXPECT_EQ(t.piece_bytes(2 + 0xC3), "\xC3");
 }
 
+// GPT-2's byte-level character for byte b (the bytes here: printable
+// ones stand for themselves; 0x81 is the 35th unprintable byte, U+0123).
+std::string byte_char(uint8_t b) {
+  const uint32_t cp = b == 0x81 ? 0x123 : b;
+  std::string s;
+  if (cp < 0x80) s += char(cp);
+  else s += char(0xC0 | (cp >> 6)), s += char(0x80 | (cp & 0x3F));
+  return s;
+}
+
+TEST(Pipeline, UnicodeNormalizersComposeAndDecomposeAsHuggingFaceDoes) {
+  // "e" + COMBINING ACUTE, the CJK compatibility ideograph U+F900, the
+  // Angstrom sign, the fi ligature.
+  const std::string text = "e\xCC\x81 \xEF\xA4\x80 \xE2\x84\xAB \xEF\xAC\x81";
+  EXPECT_EQ(unicode_normalize(text, UnicodeForm::NFC), "\xC3\xA9 \xE8\xB1\x88 \xC3\x85 \xEF\xAC\x81");
+  EXPECT_EQ(unicode_normalize(text, UnicodeForm::NFD), "e\xCC\x81 \xE8\xB1\x88 A\xCC\x8A \xEF\xAC\x81");
+  EXPECT_EQ(unicode_normalize(text, UnicodeForm::NFKC), "\xC3\xA9 \xE8\xB1\x88 \xC3\x85 fi");
+  EXPECT_EQ(unicode_normalize(text, UnicodeForm::NFKD), "e\xCC\x81 \xE8\xB1\x88 A\xCC\x8A fi");
+  // NUL bytes are text, not an end.
+  EXPECT_EQ(unicode_normalize(std::string("a\0e\xCC\x81", 5), UnicodeForm::NFC), std::string("a\0\xC3\xA9", 4));
+  EXPECT_EQ(unicode_normalize("", UnicodeForm::NFC), "");
+  // In a tokenizer.json: the composed and the decomposed spelling get the
+  // same ids, as the model saw them in training.
+  json j = byte_level_json();
+  j["normalizer"] = {{"type", "NFC"}};
+  const std::string a3 = byte_char(0xC3), a9 = byte_char(0xA9);  // U+00E9 is C3 A9
+  for (const std::string& t : {a3, a9, a3 + a9, byte_char(0xCC), byte_char(0x81)})  // U+0301 is CC 81
+    j["model"]["vocab"][t] = int(j["model"]["vocab"].size());
+  j["model"]["merges"].push_back(a3 + " " + a9);
+  const tern::Tokenizer nfc = make(j);
+  EXPECT_EQ(ids(nfc, "e\xCC\x81"), ids(nfc, "\xC3\xA9"));
+  EXPECT_EQ(ids(nfc, "\xC3\xA9").size(), 1u);
+  j["normalizer"] = nullptr;
+  EXPECT_EQ(ids(make(j), "e\xCC\x81").size(), 3u);  // e, then the accent's two bytes
+}
+
+TEST(GgufVocab, Qwen2FilesNormalizeToNfcAsTheirTokenizerJsonDoes) {
+  // A file with llama.cpp's keys only (its converter drops the normalizer):
+  // pre "qwen2" brings Qwen's NFC back, other pre-tokenizers do not.
+  const auto path = (tern::test::test_dir() / "qwen2.gguf").string();
+  const std::string a3 = byte_char(0xC3), a9 = byte_char(0xA9);
+  auto open = [&](const char* pre) {
+    tern::gguf::Writer w(path);
+    w.set("tokenizer.ggml.model", tern::gguf::Value::string("gpt2"));
+    w.set("tokenizer.ggml.tokens", tern::gguf::Value::string_array(
+                                       {"e", a3 + a9, a3, a9, byte_char(0xCC), byte_char(0x81)}));
+    w.set("tokenizer.ggml.merges", tern::gguf::Value::string_array({a3 + " " + a9}));
+    w.set("tokenizer.ggml.pre", tern::gguf::Value::string(pre));
+    w.write_header();
+    w.finish();
+    return tern::Tokenizer(tern::gguf::File::open(path));
+  };
+  EXPECT_EQ(ids(open("qwen2"), "e\xCC\x81"), (std::vector<int32_t>{1}));
+  EXPECT_EQ(ids(open("deepseek-r1-qwen"), "e\xCC\x81"), (std::vector<int32_t>{0, 4, 5}));
+}
+
 TEST(TokenizerJson, MalformedFilesAreOneLineErrorsNamingTheFile) {
   auto err = [](const std::string& text) { return error_of([&] { parse_tokenizer_json(text, "bad/tokenizer.json"); }); };
   EXPECT_NE(err("{not json").find("bad/tokenizer.json: not valid JSON"), std::string::npos);

