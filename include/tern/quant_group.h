@@ -24,7 +24,40 @@ using BlockPQ2_0 = BlockQ2Group<128>;
 static_assert(sizeof(BlockQ2_0) == 18, "Q2_0 block must be 18 bytes");
 static_assert(sizeof(BlockPQ2_0) == 34, "PQ2_0 block must be 34 bytes");
 
-// Weights per group of a group-scaled type (Q2_0 64, PQ2_0 128), 0 for others.
+// The two group types tern reads by converting them to PQ2_0 at load
+// (exactly: their values are codes 0..2 of PQ2_0 with the same d), so every
+// kernel set runs them. Both 128 weights per fp16 d.
+// PTQ1_0 (PrismML's fork, type 143): base-3 trits, 5 per byte in qs and 4
+// per byte in qh, as ggml's TQ1_0 at 128 weights. Trit n (0 the most
+// significant) of byte b is ((uint8_t)(b * 3^n) * 3) >> 8, the value
+// (t - 1) * d; element e < 80 is trit e / 16 of qs[e % 16], e < 120 trit
+// (e - 80) / 8 of qs[16 + (e - 80) % 8], the last 8 trit (e - 120) / 2 of
+// qh[(e - 120) % 2]. Every byte decodes to trits 0..2.
+struct BlockPTQ1_0 {
+  uint8_t qs[24];
+  uint8_t qh[2];
+  uint16_t d;  // fp16, last
+};
+static_assert(sizeof(BlockPTQ1_0) == 28, "PTQ1_0 block must be 28 bytes");
+// Q1_0 (ggml type 41; PrismML's binary Bonsai): bit j % 8 of qs[j / 8] set
+// is +d, clear is -d.
+struct BlockQ1_0 {
+  uint16_t d;  // fp16
+  uint8_t qs[16];
+};
+static_assert(sizeof(BlockQ1_0) == 18, "Q1_0 block must be 18 bytes");
+
+constexpr bool converts_to_pq2_0(gguf::TensorType t) {
+  return t == gguf::TensorType::PTQ1_0 || t == gguf::TensorType::Q1_0;
+}
+// The 128 PQ2_0 codes (0, 1, 2) of one block of a converted type.
+void ptq1_0_codes(const BlockPTQ1_0& b, uint8_t codes[128]);
+void q1_0_codes(const BlockQ1_0& b, uint8_t codes[128]);
+// A row of n weights (n % 128 == 0) of PTQ1_0 or Q1_0 as PQ2_0 blocks.
+void convert_row_to_pq2_0(gguf::TensorType t, const uint8_t* row, int64_t n, uint8_t* out);
+
+// Weights per group of a group-scaled type the kernels run (Q2_0 64, PQ2_0
+// 128), 0 for others.
 constexpr int group_size(gguf::TensorType t) {
   return t == gguf::TensorType::Q2_0 ? 64 : t == gguf::TensorType::PQ2_0 ? 128 : 0;
 }

@@ -29,10 +29,10 @@ using gguf::TensorType;
 // Bonsai's, on the group kernels); embeddings (a row per token) also in
 // Q4_K, llama-quantize's default for them in TQ1_0/TQ2_0 files.
 constexpr auto kHeadTypes = [] {
-  std::array<TensorType, std::size(kDenseTypes) + 2> a{};
+  std::array<TensorType, std::size(kDenseTypes) + 4> a{};
   std::copy(std::begin(kDenseTypes), std::end(kDenseTypes), a.begin());
-  a[a.size() - 2] = TensorType::PQ2_0;
-  a.back() = TensorType::Q2_0;
+  const TensorType group[] = {TensorType::PQ2_0, TensorType::Q2_0, TensorType::PTQ1_0, TensorType::Q1_0};
+  std::copy(std::begin(group), std::end(group), a.end() - 4);
   return a;
 }();
 constexpr auto kEmbeddingTypes = [] {
@@ -118,6 +118,13 @@ Config read_config(const gguf::File& f) {
     throw file_error(f.path(), "rope.freq_base and layer_norm_rms_epsilon must be positive and finite (they are " +
                                    std::to_string(c.rope_theta) + " and " + std::to_string(c.norm_eps) + ")");
   c.yarn = read_yarn(f, p, c.context_length);
+  // PrismML's Hadamard-rotated files (Ternary Bonsai 27B) store weights in a
+  // rotated basis that each activation must be turned into first; read as
+  // plain weights they would load and write nonsense.
+  for (const auto& [key, value] : f.metadata())
+    if (key.rfind("prism.hadamard", 0) == 0)
+      throw file_error(f.path(), "has Hadamard-rotated weights (" + key +
+                                     "), which tern does not run yet (Ternary Bonsai 27B's layout)");
   c.rope_table = ops::rope_table(c.head_dim, c.rope_theta, c.yarn);
   // A block_count below the file's layers would silently drop the rest.
   for (const gguf::TensorInfo& t : f.tensors()) {
@@ -263,19 +270,30 @@ Linear load_i2s(const gguf::File& f, const std::string& name, const gguf::Tensor
   return l;
 }
 
-// A group-scaled linear (PQ2_0, or Q2_0 in either block size): read in
-// place. Every code runs exactly (3 is +2d), so only the scales are
-// checked: a NaN or infinite d would turn its rows into NaN logits.
+// A group-scaled linear: PQ2_0, or Q2_0 in either block size, read in
+// place; PTQ1_0 and Q1_0 converted to PQ2_0 (exactly: the same codes and
+// scales), so every kernel set runs them. Every code runs exactly (3 is
+// +2d), so only the scales are checked: a NaN or infinite d would turn its
+// rows into NaN logits. `release`: the file's bytes are not read again
+// (not so for a tied head, whose rows the embedding still looks up).
 Linear load_group(const gguf::File& f, const std::string& name, const gguf::TensorInfo& t, int64_t rows,
-                  int64_t cols) {
-  const int group = group_size(t.type);
+                  int64_t cols, bool release) {
+  const bool convert = converts_to_pq2_0(t.type);
+  const TensorType type = convert ? TensorType::PQ2_0 : t.type;
+  const int group = group_size(type);
   const int64_t rb = int64_t(gguf::row_bytes(t.type, uint64_t(cols)));
   for (int64_t r = 0; r < rows; ++r)
     if (const int64_t k = find_nonfinite(t.type, t.data + r * rb, cols); k >= 0)
       throw file_error(f.path(), "tensor '" + name + "' row " + std::to_string(r) + " group " +
                                      std::to_string(k / group) + " has a scale that is not finite");
   Linear l;
-  l.group = GroupMatrix{t.type, rows, cols, group, t.data};
+  if (convert) {
+    const int64_t out_rb = int64_t(gguf::row_bytes(type, uint64_t(cols)));
+    l.converted.resize(size_t(rows * out_rb));
+    for (int64_t r = 0; r < rows; ++r) convert_row_to_pq2_0(t.type, t.data + r * rb, cols, l.converted.data() + r * out_rb);
+    if (release) f.release(t);
+  }
+  l.group = GroupMatrix{type, rows, cols, group, convert ? l.converted.data() : t.data};
   return l;
 }
 
@@ -294,10 +312,10 @@ Linear load_linear(const gguf::File& f, const std::string& name, int64_t rows, i
   if (found && (found->type == TensorType::IQ1_BN || found->type == TensorType::IQ2_BN))
     throw file_error(f.path(), "tensor '" + name + "' is ik_llama.cpp's " + gguf::traits(found->type).name +
                                    ", which tern does not read (TQ1_0, TQ2_0 and I2_S are ternary types it runs)");
-  if (found && is_group_type(found->type)) {
+  if (found && (is_group_type(found->type) || converts_to_pq2_0(found->type))) {
     const std::array<uint64_t, 2> dims{uint64_t(cols), uint64_t(rows)};
     const TensorType types[] = {found->type};
-    return load_group(f, name, f.tensor(name, types, dims), rows, cols);
+    return load_group(f, name, f.tensor(name, types, dims), rows, cols, true);
   }
   const bool i2s = found && found->type == TensorType::I2_S;  // stores the logical width
   const int64_t stored = i2s ? cols : padded_cols(cols);
@@ -366,6 +384,13 @@ void FloatMatrix::row(int64_t r, float* out) const {
     case gguf::TensorType::Q2_0:
       dequantize_q2_group_row(p, cols, group_size(type), out);
       return;
+    case gguf::TensorType::PTQ1_0:
+    case gguf::TensorType::Q1_0: {
+      std::vector<uint8_t> pq(size_t(gguf::row_bytes(gguf::TensorType::PQ2_0, uint64_t(cols))));  // [cols / 128] blocks
+      convert_row_to_pq2_0(type, p, cols, pq.data());
+      dequantize_q2_group_row(pq.data(), cols, 128, out);
+      return;
+    }
     case gguf::TensorType::Q6_K:
       dequantize_q6_k_row(reinterpret_cast<const BlockQ6_K*>(p), cols, out);
       return;
@@ -496,9 +521,10 @@ int64_t Model::bytes_per_token() const {
   const Config& c = config_;
   int64_t bytes = norm_floats(c) * int64_t(sizeof(float));
   const FloatMatrix& h = weights_.output;
+  const GroupMatrix& hg = weights_.output_group.group;  // what a group-typed head reads
   bytes += c.phase ? phase_bytes(weights_.output_phase.phase)
-           : is_group_type(h.type) ? h.rows * int64_t(gguf::row_bytes(h.type, uint64_t(h.cols)))
-                                   : h.rows * dense_row_bytes(h.type, h.cols);
+           : hg.data ? hg.rows * int64_t(gguf::row_bytes(hg.type, uint64_t(hg.cols)))
+                     : h.rows * dense_row_bytes(h.type, h.cols);
   for_each_linear(weights_, [&](const Linear& l) {
     bytes += l.phase.data ? phase_bytes(l.phase)
            : l.group.data ? l.group.rows * int64_t(gguf::row_bytes(l.group.type, uint64_t(l.group.cols)))
@@ -635,11 +661,11 @@ std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
   // A group-scaled head runs on the group kernels as a linear, its every
   // scale checked now (load_group), in place: there is no dense stream to
   // move onto huge pages.
-  const bool group_head = is_group_type(w.output.type);
+  const bool group_head = is_group_type(w.output.type) || converts_to_pq2_0(w.output.type);
   if (group_head) {
     w.output_group = load_group(f, c.tied_output ? "token_embd.weight" : "output.weight",
                                 *f.find_tensor(c.tied_output ? "token_embd.weight" : "output.weight"), c.vocab_size,
-                                c.dim);
+                                c.dim, !c.tied_output);
     w.output_group.kernels = m->kernels_;
     m->head_checked_.store(true, std::memory_order_release);
   }

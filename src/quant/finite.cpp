@@ -78,6 +78,18 @@ int64_t find_nonfinite(gguf::TensorType t, const uint8_t* data, int64_t n) {
       }
       return -1;
     }
+    case TensorType::PTQ1_0:  // d last in its 28 bytes
+    case TensorType::Q1_0: {  // d first in its 18 bytes
+      const bool ptq = t == TensorType::PTQ1_0;
+      const int64_t bb = ptq ? int64_t(sizeof(BlockPTQ1_0)) : int64_t(sizeof(BlockQ1_0));
+      const size_t at = ptq ? offsetof(BlockPTQ1_0, d) : offsetof(BlockQ1_0, d);
+      for (int64_t b = 0; b < n / 128; ++b) {
+        uint16_t d;
+        std::memcpy(&d, data + b * bb + int64_t(at), sizeof d);
+        if ((d & 0x7c00u) == 0x7c00u) return b * 128;
+      }
+      return -1;
+    }
     default:
       throw Error(std::string("find_nonfinite: ") + gguf::traits(t).name + " is not a float type");
   }

@@ -92,6 +92,22 @@ TEST_F(Cli, InfoDescribesModelAndCpu) {
     EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
 }
 
+// tern info names PrismML's group types as stored and what they run as.
+TEST_F(Cli, InfoNamesTheGroupTypesAndTheirLayout) {
+  const auto bonsai = tern::test::test_models() / "family-bonsai";
+  const std::pair<const char*, const char*> cases[] = {
+      {"pq2_0.gguf", "ternary: 1.25 M weights in PQ2_0, 2.1250 bits/weight\n"},
+      {"ptq1_0.gguf", "ternary: 1.25 M weights in PTQ1_0, 1.7500 bits/weight, repacked to PQ2_0 at load\n"},
+      {"q1_0.gguf", "binary: 1.25 M weights in Q1_0, 1.1250 bits/weight, repacked to PQ2_0 at load\n"},
+      {"q2_0-g128.gguf", "type 42:         declared Q2_0 but in 128-weight blocks"}};
+  for (auto [file, line] : cases) {
+    auto r = cli("info " + quote((bonsai / file).string()), file);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find(line), std::string::npos) << file << "\n" << r.out;
+  }
+  EXPECT_EQ(cli("info " + quote((bonsai / "q2_0.gguf").string())).out.find("type 42:"), std::string::npos);
+}
+
 // A float-activation model runs on int16 activations unless --float-act
 // f32 asks for the float kernels; the two perplexities differ, but barely.
 TEST_F(Cli, FloatActChoosesFloatModelInputs) {

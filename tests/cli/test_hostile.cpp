@@ -200,23 +200,35 @@ TEST_F(Hostile, NonFiniteNormOrEmbeddingIsRefused) {
 // the format defines it, so it is no error; a row that is not whole
 // groups cannot be declared at all (the reader checks block sizes).
 TEST_F(Hostile, GroupScaledLinearWithANonFiniteScaleIsRefused) {
-  const std::string src = (tern::test::test_models() / "family-bonsai" / "pq2_0.gguf").string();
-  // A linear, and the tied embedding that is also the head (Bonsai's).
-  for (const std::string name : {"blk.1.ffn_down.weight", "token_embd.weight"})
-    for (const uint16_t h : {uint16_t(0x7e00), uint16_t(0x7c00)}) {  // NaN, infinity
-      const std::string bad = (dir_ / ("group-scale-" + name + std::to_string(h) + ".gguf")).string();
-      tern::test::rewrite_file(
-          src, bad, {},
-          [&](const tern::gguf::TensorInfo& t, const tern::gguf::File&, TensorType& type, std::vector<uint8_t>& b) {
-            if (t.name != name) return;
-            ASSERT_EQ(type, TensorType::PQ2_0) << name;
-            const size_t block = 3 * (t.dims[0] / 128) + 1;  // row 3, group 1
-            std::memcpy(&b[block * 34], &h, 2);
-          },
-          tern::test::TernKeys::Keep);
-      expect_error(cli("generate -m " + quote(bad) + " -p x -n 1", name + std::to_string(h)),
-                   "tensor '" + name + "' row 3 group 1 has a scale that is not finite");
-    }
+  const fs::path bonsai = tern::test::test_models() / "family-bonsai";
+  const std::string src = (bonsai / "pq2_0.gguf").string();
+  // PQ2_0, and PrismML's PTQ1_0 and Q1_0 (converted at load, their scales
+  // checked before): block bytes and where d sits in a block.
+  const struct {
+    const char* file;
+    TensorType type;
+    size_t block, d_at;
+  } kinds[] = {{"pq2_0.gguf", TensorType::PQ2_0, 34, 0},
+               {"ptq1_0.gguf", TensorType::PTQ1_0, 28, 26},
+               {"q1_0.gguf", TensorType::Q1_0, 18, 0}};
+  for (const auto& k : kinds)
+    // A linear, and the tied embedding that is also the head (Bonsai's).
+    for (const std::string name : {"blk.1.ffn_down.weight", "token_embd.weight"})
+      for (const uint16_t h : {uint16_t(0x7e00), uint16_t(0x7c00)}) {  // NaN, infinity
+        const std::string tag = std::string(k.file) + "-" + name + std::to_string(h);
+        const std::string bad = (dir_ / ("group-scale-" + tag + ".gguf")).string();
+        tern::test::rewrite_file(
+            (bonsai / k.file).string(), bad, {},
+            [&](const tern::gguf::TensorInfo& t, const tern::gguf::File&, TensorType& type, std::vector<uint8_t>& b) {
+              if (t.name != name) return;
+              ASSERT_EQ(type, k.type) << name;
+              const size_t block = 3 * (t.dims[0] / 128) + 1;  // row 3, group 1
+              std::memcpy(&b[block * k.block + k.d_at], &h, 2);
+            },
+            tern::test::TernKeys::Keep);
+        expect_error(cli("generate -m " + quote(bad) + " -p x -n 1", tag),
+                     "tensor '" + name + "' row 3 group 1 has a scale that is not finite");
+      }
   const std::string plus2 = (dir_ / "group-code3.gguf").string();
   tern::test::rewrite_file(
       src, plus2, {},

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "tern/error.h"
@@ -75,6 +76,102 @@ TEST(GroupCodec, RoundTripsEveryCodeAndScale) {
   EXPECT_EQ(b[1], 0x3c);
   EXPECT_EQ(b[2], 0b11100100);
   EXPECT_EQ(b[3], 0b01010101);
+}
+
+// PrismML's PTQ1_0 encoder (ggml-quants.c quantize_row_ptq1_0_ref), from
+// trits t in {0, 1, 2}: bytes of 5 trits over 16 and then 8 positions
+// (the first value the most significant digit), then qh, 4 trits and a
+// zero digit, each byte ceil(v * 256 / 243).
+BlockPTQ1_0 encode_ptq1_0(const uint8_t t[128], uint16_t d) {
+  BlockPTQ1_0 b{};
+  const uint8_t* x = t;
+  size_t j = 0;
+  for (size_t c : {16u, 8u}) {
+    for (size_t m = 0; m < c; ++m) {
+      unsigned q = 0;
+      for (size_t n = 0; n < 5; ++n) q = q * 3 + x[m + n * c];
+      b.qs[j + m] = uint8_t((q * 256 + 242) / 243);
+    }
+    j += c;
+    x += 5 * c;
+  }
+  for (size_t h = 0; h < 2; ++h) {
+    unsigned q = 0;
+    for (size_t m = 0; m < 4; ++m) q = q * 3 + x[h + m * 2];
+    b.qh[h] = uint8_t((q * 3 * 256 + 242) / 243);
+  }
+  b.d = d;
+  return b;
+}
+
+TEST(GroupCodec, Ptq1_0DecodesPrismMLsEncoding) {
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<int> trit(0, 2);
+  for (int rep = 0; rep < 200; ++rep) {
+    uint8_t t[128];
+    for (auto& x : t) x = uint8_t(rep == 0 ? 0 : rep == 1 ? 2 : trit(rng));  // all -1, all +1, random
+    const BlockPTQ1_0 b = encode_ptq1_0(t, 0x3c00);
+    uint8_t codes[128];
+    ptq1_0_codes(b, codes);
+    for (int e = 0; e < 128; ++e) ASSERT_EQ(codes[e], t[e]) << "element " << e << ", block " << rep;
+  }
+  // One byte by hand: trits 2,1,0,2,1 (most significant first) are 2*81 +
+  // 27 + 0 + 6 + 1 = 196, stored as ceil(196 * 256 / 243) = 207.
+  uint8_t t[128] = {};
+  t[0] = 2, t[16] = 1, t[32] = 0, t[48] = 2, t[64] = 1;
+  EXPECT_EQ(encode_ptq1_0(t, 0).qs[0], 207);
+  // Every byte value decodes to trits 0..2: no PTQ1_0 byte is out of range.
+  BlockPTQ1_0 any{};
+  for (int v = 0; v < 256; ++v) {
+    std::memset(any.qs, v, sizeof any.qs);
+    std::memset(any.qh, v, sizeof any.qh);
+    uint8_t codes[128];
+    ptq1_0_codes(any, codes);
+    for (uint8_t c : codes) ASSERT_LE(c, 2) << "byte " << v;
+  }
+}
+
+TEST(GroupCodec, ConvertedTypesAreExactlyPq2_0) {
+  std::mt19937 rng(8);
+  std::uniform_int_distribution<int> trit(0, 2), bit(0, 1);
+  const int64_t n = 384;  // three groups
+  const uint16_t d[3] = {0x3c00, 0x2e66, 0xb800};
+  std::vector<uint8_t> ptq(3 * sizeof(BlockPTQ1_0)), q1(3 * sizeof(BlockQ1_0));
+  std::vector<int8_t> vt(n), vb(n);
+  for (int g = 0; g < 3; ++g) {
+    uint8_t t[128];
+    BlockQ1_0 b{};
+    b.d = d[g];
+    for (int j = 0; j < 128; ++j) {
+      t[j] = uint8_t(trit(rng));
+      vt[size_t(g * 128 + j)] = int8_t(t[j] - 1);
+      const int s = bit(rng);
+      b.qs[j / 8] |= uint8_t(s << (j % 8));  // set: +d
+      vb[size_t(g * 128 + j)] = int8_t(s ? 1 : -1);
+    }
+    const BlockPTQ1_0 p = encode_ptq1_0(t, d[g]);
+    std::memcpy(ptq.data() + g * sizeof p, &p, sizeof p);
+    std::memcpy(q1.data() + g * sizeof b, &b, sizeof b);
+  }
+  for (auto [type, src, want] : {std::tuple{gguf::TensorType::PTQ1_0, &ptq, &vt},
+                                 std::tuple{gguf::TensorType::Q1_0, &q1, &vb}}) {
+    ASSERT_TRUE(converts_to_pq2_0(type));
+    EXPECT_EQ(gguf::row_bytes(type, uint64_t(n)), src->size());
+    std::vector<uint8_t> pq(gguf::row_bytes(gguf::TensorType::PQ2_0, uint64_t(n)));
+    convert_row_to_pq2_0(type, src->data(), n, pq.data());
+    std::vector<int8_t> v(n);
+    uint16_t dd[3];
+    unpack_q2_group_row(pq.data(), n, 128, v.data(), dd);
+    EXPECT_EQ(v, *want) << gguf::traits(type).name;
+    for (int g = 0; g < 3; ++g) EXPECT_EQ(dd[g], d[g]);
+    // A scale that is not finite is found where it is, d last or first.
+    std::vector<uint8_t> bad = *src;
+    const size_t at = type == gguf::TensorType::PTQ1_0 ? sizeof(BlockPTQ1_0) + 26 : sizeof(BlockQ1_0);
+    bad[at] = 0x00, bad[at + 1] = 0x7c;  // +inf in group 1
+    EXPECT_EQ(find_nonfinite(type, bad.data(), n), 128);
+    EXPECT_EQ(find_nonfinite(type, src->data(), n), -1);
+  }
+  EXPECT_THROW(convert_row_to_pq2_0(gguf::TensorType::PQ2_0, ptq.data(), n, ptq.data()), Error);
 }
 
 // Token i's int8 digits and what they stand for.

@@ -32,6 +32,8 @@ const Case kCases[] = {
     {"family-qwen3/tq2_0.gguf", tern::FloatActs::Int16},       // q/k norms, YaRN past 64 positions
     {"family-bonsai/pq2_0.gguf", tern::FloatActs::Int16},      // group scales
     {"family-bonsai/q2_0.gguf", tern::FloatActs::Exact},       // group scales, float kernels
+    {"family-bonsai/ptq1_0.gguf", tern::FloatActs::Int16},     // converted to PQ2_0 at load
+    {"family-bonsai/q1_0.gguf", tern::FloatActs::Exact},
     {"fairy2i/w2.gguf", tern::FloatActs::Exact},            // phase linears
 };
 

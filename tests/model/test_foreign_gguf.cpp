@@ -127,6 +127,44 @@ TEST(ForeignGguf, BitnetCppI2sRowsOfWhole128BlocksRunAsTheTq2Pack) {
   EXPECT_EQ(m->config().hidden_dim, 384);
 }
 
+// PrismML's PTQ1_0 (base-3 trits), Q1_0 (signs) and type 42 holding
+// 128-weight blocks, as its fork writes them (tests/tools/gguf_group/
+// convert.py, a writer apart from tern's):
+// converted to PQ2_0 at load, they give the PQ2_0 file's logits bit for
+// bit on every kernel set, the tied group-typed embedding and head included.
+TEST(ForeignGguf, PrismPtq1AndQ1RunExactlyAsTheirPq2Files) {
+  const std::pair<const char*, const char*> pairs[] = {
+      {"ptq1_0.gguf", "pq2_0.gguf"}, {"q1_0.gguf", "binary-pq2_0.gguf"}, {"q2_0-g128.gguf", "pq2_0.gguf"}};
+  for (auto [file, same] : pairs) {
+    auto m = tern::Model::load(fixture("bonsai", file));
+    EXPECT_EQ(m->config().weight_type, TensorType::PQ2_0) << file;  // what the kernels run
+    int ran = 0;
+    for (const tern::KernelSet* k : tern::all_kernel_sets()) {
+      if (!k->available(tern::cpu_features())) continue;
+      EXPECT_EQ(logits(fixture("bonsai", file), k->name), logits(fixture("bonsai", same), k->name))
+          << file << " on " << k->name;
+      ++ran;
+    }
+    EXPECT_GE(ran, 2);
+  }
+  // The binary model is another model: the comparison can tell.
+  EXPECT_NE(logits(fixture("bonsai", "q1_0.gguf")), logits(fixture("bonsai", "pq2_0.gguf")));
+  // And the files are what they say: 28 and 18 bytes per 128 weights.
+  const auto f = tern::gguf::File::open(fixture("bonsai", "ptq1_0.gguf"));
+  const auto q = tern::gguf::File::open(fixture("bonsai", "q1_0.gguf"));
+  EXPECT_EQ(f.find_tensor("blk.0.attn_q.weight")->type, TensorType::PTQ1_0);
+  EXPECT_EQ(q.find_tensor("blk.0.attn_q.weight")->type, TensorType::Q1_0);
+}
+
+TEST(ForeignGguf, HadamardRotatedPrismFilesAreRefused) {
+  const std::string rotated = (tern::test::test_dir() / "hadamard.gguf").string();
+  rewrite_file(fixture("bonsai", "ptq1_0.gguf"), rotated, {}, [](auto&, auto&, auto&, auto&) {}, tern::test::TernKeys::Keep,
+               {{"prism.hadamard.block_size", tern::gguf::Value::u32(1024)}});
+  const std::string e = load_error(rotated);
+  EXPECT_NE(e.find("prism.hadamard.block_size"), std::string::npos) << e;
+  EXPECT_NE(e.find(rotated), std::string::npos) << e;
+}
+
 TEST(ForeignGguf, I2sCodeThreeIsRefusedWithTensorAndRow) {
   const fs::path dir = tern::test::test_dir();
   const std::string i2s = (dir / "bad.gguf").string();

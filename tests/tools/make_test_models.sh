@@ -36,6 +36,15 @@ done
 /usr/bin/python3 "$here/families/make_family_checkpoint.py" "$out/family-bonsai/hf" --family bonsai --seed 3
 "$tern" pack "$out/family-bonsai/hf" -o "$out/family-bonsai/pq2_0.gguf" --type pq2_0 --verify >/dev/null
 "$tern" pack "$out/family-bonsai/hf" -o "$out/family-bonsai/q2_0.gguf" --type q2_0 --verify >/dev/null
+# PrismML's PTQ1_0 and the binary Q1_0, written apart from tern's writer
+# (tests/tools/gguf_group/convert.py): the same trits, the same model
+# binarized (zeros made +1) as PQ2_0 and as Q1_0, and PQ2_0's blocks
+# declared as type 42 (PrismML's April 2026 files).
+convert="$here/gguf_group/convert.py"
+/usr/bin/python3 "$convert" "$out/family-bonsai/pq2_0.gguf" "$out/family-bonsai/ptq1_0.gguf" ptq1_0
+/usr/bin/python3 "$convert" "$out/family-bonsai/pq2_0.gguf" "$out/family-bonsai/binary-pq2_0.gguf" binarize
+/usr/bin/python3 "$convert" "$out/family-bonsai/binary-pq2_0.gguf" "$out/family-bonsai/q1_0.gguf" q1_0
+/usr/bin/python3 "$convert" "$out/family-bonsai/pq2_0.gguf" "$out/family-bonsai/q2_0-g128.gguf" q2_0-g128
 # 2B-4T with an FFN of 384 (three 128-weight I2_S blocks, not whole TQ2_0
 # blocks): bitnet.cpp's I2_S of it (tests/model/test_foreign_gguf.cpp).
 /usr/bin/python3 "$here/families/make_family_checkpoint.py" "$out/family-bitnet-2b4t-i384/hf" --family bitnet-2b4t \

@@ -4,6 +4,7 @@
 #include <tuple>
 
 #include "cli/commands.h"
+#include "tern/quant_group.h"
 #include "tern/tokenizer.h"
 #include "tern/error.h"
 #include "tern/gguf.h"
@@ -66,7 +67,8 @@ void run_info(const std::string& path, const std::string& kernel, const std::str
     const bool phase = t.type == gguf::TensorType::FAIRY2I && t.dims.size() == 3;  // [2m', 2n, stages]
     all_w += phase ? t.dims[0] * t.dims[1] : t.n_elements();
     all_b += t.nbytes;
-    if (is_ternary_type(t.type) || t.type == gguf::TensorType::I2_S) {
+    if (is_ternary_type(t.type) || t.type == gguf::TensorType::I2_S || is_group_type(t.type) ||
+        converts_to_pq2_0(t.type)) {
       tern_w += t.n_elements();
       tern_b += t.nbytes;
     }
@@ -81,11 +83,14 @@ void run_info(const std::string& path, const std::string& kernel, const std::str
               8.0 * double(all_b) / double(all_w));
   if (tern_w) {
     const gguf::TensorType stored = f.tensor("blk.0.attn_q.weight", {}, {}).type;
-    std::printf("ternary: %.2f M weights in %s, %.4f bits/weight%s\n", double(tern_w) / 1e6,
+    std::printf("%s: %.2f M weights in %s, %.4f bits/weight%s\n",
+                stored == gguf::TensorType::Q1_0 ? "binary" : "ternary", double(tern_w) / 1e6,
                 gguf::traits(stored).name, 8.0 * double(tern_b) / double(tern_w),
                 stored == c.weight_type ? ""
                                         : (std::string(", repacked to ") +
                                            gguf::traits(c.weight_type).name + " at load").c_str());
+    if (std::any_of(f.tensors().begin(), f.tensors().end(), [](const auto& t) { return t.declared_q2_0; }))
+      std::printf("type 42:         declared Q2_0 but in 128-weight blocks (PrismML's April 2026 files): read as PQ2_0\n");
     // Rows of whole blocks hold a width that is not a multiple of QK; no
     // other engine reads such a file (docs/FORMAT.md).
     std::string pads;

@@ -21,53 +21,17 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, ".."))
+import gguf_lite  # noqa: E402
 from quantize import quantize_linear  # noqa: E402
 
 FAIRY2I = 29797
-SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
-
-
-class Reader:
-    def __init__(self, data):
-        self.d, self.p = data, 0
-
-    def take(self, fmt):
-        v = struct.unpack_from(fmt, self.d, self.p)[0]
-        self.p += struct.calcsize(fmt)
-        return v
-
-    def string(self):
-        n = self.take("<Q")
-        s = self.d[self.p:self.p + n].decode("utf-8")
-        self.p += n
-        return s
-
-    def value(self, t):
-        if t == 8:
-            return self.string()
-        if t == 9:
-            et, n = self.take("<I"), self.take("<Q")
-            return [self.value(et) for _ in range(n)]
-        return self.take(SCALARS[t])
 
 
 def read_gguf(path):
-    data = open(path, "rb").read()
-    r = Reader(data)
-    if r.take("<I") != 0x46554747 or r.take("<I") != 3:
-        raise SystemExit("%s: not a GGUF v3 file" % path)
-    n_tensors, n_kv = r.take("<Q"), r.take("<Q")
-    kv = {}
-    for _ in range(n_kv):
-        k = r.string()
-        kv[k] = r.value(r.take("<I"))
-    infos = []
-    for _ in range(n_tensors):
-        name = r.string()
-        dims = [r.take("<Q") for _ in range(r.take("<I"))]
-        infos.append((name, dims, r.take("<I"), r.take("<Q")))
-    align = kv.get("general.alignment", 32)
-    base = (r.p + align - 1) // align * align
+    """kv as {key: value} (arrays as lists), tensors as {name: (dims, type, data, offset)}."""
+    kv, infos, data, base, _ = gguf_lite.read_gguf(path)
+    kv = {k: (v[1] if t == 9 else v) for k, t, v in kv}
     return kv, {name: (dims, t, data, base + off) for name, dims, t, off in infos}
 
 
