@@ -65,11 +65,12 @@ inline __m256i group_step_codes(const uint8_t* row, int64_t s, int64_t G, bool q
 
 constexpr int kGroupRows = 4;
 
-// Plane k of one step from its 128 activations x: byte b = x[4b + k].
+// Plane k of one step from its 128 activations x: byte b = x[4b + k],
+// stored at p + k * kstride.
 // Bytes are gathered by k within each 4-byte group of a 16-byte lane
 // (vpshufb), dwords by k across the lane pair (vpermd), then the four
 // registers' k-th quadwords transposed into plane k.
-inline void group_step_planes(const int8_t* x, int8_t* p) {
+inline void group_step_planes(const int8_t* x, int8_t* p, int64_t kstride = 32) {
   const __m256i by_k = _mm256_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15,  //
                                         0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
   const __m256i pairs = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
@@ -80,9 +81,9 @@ inline void group_step_planes(const int8_t* x, int8_t* p) {
   const __m256i t0 = _mm256_unpacklo_epi64(r[0], r[1]), t1 = _mm256_unpackhi_epi64(r[0], r[1]);
   const __m256i t2 = _mm256_unpacklo_epi64(r[2], r[3]), t3 = _mm256_unpackhi_epi64(r[2], r[3]);
   _mm256_storeu_si256((__m256i*)p, _mm256_permute2x128_si256(t0, t2, 0x20));
-  _mm256_storeu_si256((__m256i*)(p + 32), _mm256_permute2x128_si256(t1, t3, 0x20));
-  _mm256_storeu_si256((__m256i*)(p + 64), _mm256_permute2x128_si256(t0, t2, 0x31));
-  _mm256_storeu_si256((__m256i*)(p + 96), _mm256_permute2x128_si256(t1, t3, 0x31));
+  _mm256_storeu_si256((__m256i*)(p + kstride), _mm256_permute2x128_si256(t1, t3, 0x20));
+  _mm256_storeu_si256((__m256i*)(p + 2 * kstride), _mm256_permute2x128_si256(t0, t2, 0x31));
+  _mm256_storeu_si256((__m256i*)(p + 3 * kstride), _mm256_permute2x128_si256(t1, t3, 0x31));
 }
 
 // The sum of n (a multiple of 32) signed bytes: vpsadbw of x + 128.

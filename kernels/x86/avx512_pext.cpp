@@ -37,6 +37,7 @@
 #include "../code_layout.h"
 #include "../kernel_sets.h"
 #include "avx2_group.h"
+#include "avx512_group.h"
 #include "avx512_dense.h"
 #include "avx2_quant.h"
 #include "avx512_phase.h"
@@ -159,7 +160,7 @@ bool available(const CpuFeatures& c) {
 const KernelSet& avx512_pext_kernels() {
   static const KernelSet set{"avx512-pext", &available, &gemm_f32, &gemm_i8, &dense_gemm_avx512, &prepare,
                              &prepared_bytes, &phase_gemm_avx512<true>, &quantize_i8_avx2, nullptr,
-                             nullptr, &silu_glu_avx512, &relu2_glu_avx512, &group_gemm_i8_avx2<GroupMaddubs, 2>};
+                             nullptr, &silu_glu_avx512, &relu2_glu_avx512, &group_gemm_i8_avx512<GroupMaddubs512, GroupMaddubs, 2>};
   return set;
 }
 

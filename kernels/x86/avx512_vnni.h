@@ -52,6 +52,7 @@
 #include "../code_layout.h"
 #include "../kernel_sets.h"
 #include "avx2_group.h"
+#include "avx512_group.h"
 #include "avx512_bytes.h"
 #include "avx512_dense.h"
 #include "avx2_quant.h"

@@ -260,14 +260,46 @@ TEST(GroupKernels, EverySetMatchesScalarBitForBit) {
       group_gemm_i8_of(*k)(g.m, a.q.data(), 5, a.digits.data(), a.scale.data(), got.data(), 37, 0, 13);
       group_gemm_i8_of(*k)(g.m, a.q.data(), 5, a.digits.data(), a.scale.data(), got.data(), 37, 13, 37);
       EXPECT_EQ(got, want) << k->name << " " << gguf::traits(type).name << " " << cols;
-      // One token alone gets what it gets in the batch.
-      std::vector<float> one(37);
-      group_gemm_i8_of(*k)(g.m, a.q.data(), 1, a.digits.data(), a.scale.data(), one.data(), 37, 0, 37);
-      EXPECT_TRUE(std::equal(one.begin(), one.end(), want.begin())) << k->name;
+      // Each token alone (1, 2 and 3 digits: the decode kernels) gets what
+      // it gets in the batch, over whole and split row ranges.
+      const int8_t* q = a.q.data();
+      for (int i = 0; i < 5; ++i) {
+        std::vector<float> one(37, -1.0f);
+        group_gemm_i8_of(*k)(g.m, q, 1, &a.digits[size_t(i)], &a.scale[size_t(i)], one.data(), 37, 0, 5);
+        group_gemm_i8_of(*k)(g.m, q, 1, &a.digits[size_t(i)], &a.scale[size_t(i)], one.data(), 37, 5, 37);
+        EXPECT_TRUE(std::equal(one.begin(), one.end(), want.begin() + 37 * i))
+            << k->name << " " << gguf::traits(type).name << " " << cols << " token " << i;
+        q += a.digits[size_t(i)] * cols;
+      }
       ++ran;
     }
   }
   EXPECT_GE(ran, 6);
+}
+
+// The largest sums the format allows: every code 3 (+2d) against digits of
+// +-127, so every int32 lane and every group sum is at its bound.
+TEST(GroupKernels, ExtremeCodesAndDigitsStayExact) {
+  for (gguf::TensorType type : {gguf::TensorType::PQ2_0, gguf::TensorType::Q2_0}) {
+    const int64_t rows = 9, cols = 1024;
+    Group g = make_group(type, rows, cols, 3);
+    const int group = group_size(type);
+    const int64_t bb = group_block_bytes(group);
+    for (int64_t b = 0; b < int64_t(g.bytes.size()) / bb; ++b)
+      std::memset(&g.bytes[size_t(b * bb + 2)], 0xff, size_t(group / 4));  // code 3 everywhere
+    for (int sign : {1, -1})
+      for (int nd = 1; nd <= 3; ++nd) {
+        std::vector<int8_t> q(size_t(nd * cols), int8_t(127 * sign));
+        const float scale = 1.0f;
+        std::vector<float> want(rows), got(rows, -1.0f);
+        scalar_kernels().group_gemm_i8(g.m, q.data(), 1, &nd, &scale, want.data(), rows, 0, rows);
+        for (const KernelSet* k : all_kernel_sets()) {
+          if (!k->available(cpu_features())) continue;
+          group_gemm_i8_of(*k)(g.m, q.data(), 1, &nd, &scale, got.data(), rows, 0, rows);
+          EXPECT_EQ(got, want) << k->name << " " << gguf::traits(type).name << " digits " << nd;
+        }
+      }
+  }
 }
 
 TEST(GroupKernels, BadCallsAreErrors) {

@@ -1,0 +1,228 @@
+// Group-scaled rows (kernels.h GroupGemmI8) at 512 bits for one token, the
+// decode step, in the AVX-512 sets; batches of tokens go to the 256-bit
+// kernel (avx2_group.h), which shares each row's codes among its vectors.
+//
+// A step here is 64 code bytes, 256 weights: two PQ2_0 blocks, or four
+// Q2_0 blocks, one per 128-bit lane. The activations are laid out as
+// avx2_group.h's planes, two of its steps side by side, so plane k of a
+// step is one 64-byte load against the codes' bits 2k. Four rows go through
+// a step together, each plane load serving all of them; the four rows'
+// lane sums are reduced to [row 0..3] per 128-bit lane (a group of Q2_0, or
+// half a group of PQ2_0), and each group's digits are combined and scaled
+// straight away in double lanes, one per row, in increasing group order,
+// so the bits are the scalar set's (kernels.h) and no sums go to memory.
+//
+// Exactness: an int32 lane sums 16 products of a code (at most 3) and a
+// byte, a group's sum of one digit is at most 2 * 127 * 128 in magnitude,
+// and the digits' number stays below 2^31 (exact in double).
+#pragma once
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "../code_layout.h"
+#include "../kernel_sets.h"
+#include "avx2_group.h"
+#include "prefetch.h"
+#include "tern/quant_group.h"
+
+namespace tern::kernels_detail {
+namespace {
+
+constexpr int64_t kGroupStep512 = 2 * kGroupStep;  // weights per 64 code bytes
+
+// vpdpbusd at 512 bits.
+struct GroupDpbusd512 {
+  static inline __m512i dot(__m512i acc, __m512i u, __m512i s) { return _mm512_dpbusd_epi32(acc, u, s); }
+};
+// vpmaddubsw + vpmaddwd (AVX512BW without VNNI): a pair sum is at most
+// 2 * 3 * 128 in magnitude, far inside int16.
+struct GroupMaddubs512 {
+  static inline __m512i dot(__m512i acc, __m512i u, __m512i s) {
+    return _mm512_add_epi32(acc, _mm512_madd_epi16(_mm512_maddubs_epi16(u, s), _mm512_set1_epi16(1)));
+  }
+};
+
+// Row `row`'s 64 code bytes of step s: blocks 2s, 2s + 1 (PQ2_0) or 4s ..
+// 4s + 3 (Q2_0); a block past the row reads as code 1, weight 0.
+inline __m512i group_step_codes512(const uint8_t* row, int64_t s, int64_t G, bool q2_0) {
+  const __m128i zero_weights = _mm_set1_epi8(0x55);
+  if (!q2_0) {
+    const __m256i lo = _mm256_loadu_si256((const __m256i*)(row + 2 * s * 34 + 2));
+    const __m256i hi = 2 * s + 1 < G ? _mm256_loadu_si256((const __m256i*)(row + (2 * s + 1) * 34 + 2))
+                                     : _mm256_set_m128i(zero_weights, zero_weights);
+    return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+  }
+  __m128i b[4];
+  for (int j = 0; j < 4; ++j)
+    b[j] = 4 * s + j < G ? _mm_loadu_si128((const __m128i*)(row + (4 * s + j) * 18 + 2)) : zero_weights;
+  const __m256i lo = _mm256_set_m128i(b[1], b[0]), hi = _mm256_set_m128i(b[3], b[2]);
+  return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+}
+
+// Four rows' lane sums -> per 128-bit lane [row 0, 1, 2, 3] (each the sum
+// of that lane's four int32 of the row).
+inline __m512i reduce_rows4(const __m512i a[4]) {
+  const __m512i s01 = _mm512_add_epi32(_mm512_unpacklo_epi32(a[0], a[1]), _mm512_unpackhi_epi32(a[0], a[1]));
+  const __m512i s23 = _mm512_add_epi32(_mm512_unpacklo_epi32(a[2], a[3]), _mm512_unpackhi_epi32(a[2], a[3]));
+  return _mm512_add_epi32(_mm512_unpacklo_epi64(s01, s23), _mm512_unpackhi_epi64(s01, s23));
+}
+
+// The fp16 scales of two groups (g, g + 1) of four rows, one gather of the
+// dwords that start their blocks: idx holds row rr's offsets of the two
+// blocks (rr * rb and rr * rb + bb), base points at group g of row 0; `two`
+// false: g + 1 is past the row, not read (its lanes are zero). Out:
+// [g: rows 0..3], [g + 1: rows 0..3] as doubles.
+inline void group_scales8(const uint8_t* base, __m256i idx, bool two, __m256d& d0, __m256d& d1) {
+  const __m256i mask = _mm256_setr_epi32(-1, -1, -1, -1, -int(two), -int(two), -int(two), -int(two));
+  const __m256i dw = _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), (const int*)base, idx, mask, 1);
+  // Each lane's four low halves to its low 8 bytes.
+  const __m256i h = _mm256_shuffle_epi8(dw, _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1,
+                                                             0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1));
+  d0 = _mm256_cvtps_pd(_mm_cvtph_ps(_mm256_castsi256_si128(h)));
+  d1 = _mm256_cvtps_pd(_mm_cvtph_ps(_mm256_extracti128_si256(h, 1)));
+}
+
+// Lays out one token's ND digit vectors: [ND][steps][4][64] planes, and
+// xnum[g] = the digits' number of group g's sum of x.
+template <int ND>
+void group_planes512(const int8_t* xq, int64_t K, int group, int64_t steps, int8_t* planes, int32_t* xsum,
+                     double* xnum) {
+  const int64_t G = K / group, vstride = steps * kGroupStep512;
+  alignas(32) int8_t tail[kGroupStep];
+  for (int v = 0; v < ND; ++v) {
+    const int8_t* x = xq + v * K;
+    for (int64_t s = 0; s < 2 * steps; ++s) {  // the 256-bit kernel's steps, two per 512-bit step
+      int8_t* dst = planes + v * vstride + (s / 2) * kGroupStep512 + (s % 2) * 32;
+      if (s * kGroupStep >= K) {
+        for (int k = 0; k < 4; ++k) std::memset(dst + 64 * k, 0, 32);
+        continue;
+      }
+      const int8_t* src = x + s * kGroupStep;
+      if ((s + 1) * kGroupStep > K) {
+        std::memset(tail, 0, sizeof tail);
+        std::memcpy(tail, src, size_t(K - s * kGroupStep));
+        src = tail;
+      }
+      group_step_planes(src, dst, 64);
+    }
+    for (int64_t g = 0; g < G; ++g) xsum[v * G + g] = group_byte_sum(x + g * group, group);
+  }
+  for (int64_t g = 0; g < G; ++g) {
+    double num = xsum[g];
+    for (int v = 1; v < ND; ++v) num = num * 255.0 + xsum[v * G + g];
+    xnum[g] = num;
+  }
+}
+
+// One token of ND digit vectors: y[r] for r in [r0, r1). The digits are
+// combined per int32 lane before the lanes are summed (255 a + b: at most
+// 255 * 16 * 3 * 128 < 2^21 per lane for ND <= 2, so a group's eight lanes
+// stay exact in int32); a third digit is combined in double.
+template <class Dot, int ND, bool Q2>
+void group_gemv_i8_avx512(const GroupMatrix& w, const int8_t* xq, float xscale, float* y, int64_t r0, int64_t r1) {
+  constexpr int per_step = Q2 ? 4 : 2;  // groups in a step
+  constexpr int NL = ND == 3 ? 2 : 1;   // lane sums kept apart until double
+  const int64_t K = w.cols, G = w.groups(), steps = (K + kGroupStep512 - 1) / kGroupStep512;
+  const int64_t bb = group_block_bytes(w.group), rb = G * bb, vstride = steps * kGroupStep512;
+  uint8_t* buf = thread_scratch(1, size_t(ND * vstride) + size_t(ND * G) * 4 + size_t(G) * 8 + 64);
+  int8_t* planes = reinterpret_cast<int8_t*>(buf);
+  int32_t* xsum = reinterpret_cast<int32_t*>(buf + ND * vstride);
+  double* xnum = reinterpret_cast<double*>(buf + ((ND * vstride + ND * G * 4 + 7) & ~int64_t(7)));
+  group_planes512<ND>(xq, K, w.group, steps, planes, xsum, xnum);
+  const __m512i m3 = _mm512_set1_epi8(3);
+  const float inv = 1.0f / xscale;
+  for (int64_t rb0 = r0; rb0 < r1; rb0 += kGroupRows) {
+    const int nrows = int(std::min<int64_t>(kGroupRows, r1 - rb0));
+    const uint8_t* rows[4];
+    for (int rr = 0; rr < 4; ++rr) rows[rr] = w.data + (rb0 + std::min(rr, nrows - 1)) * rb;
+    // Offsets of the blocks whose scales one gather reads, from row 0's.
+    int32_t off[4];
+    for (int rr = 0; rr < 4; ++rr) off[rr] = int32_t(rows[rr] - rows[0]);
+    const __m256i idx = _mm256_setr_epi32(off[0], off[1], off[2], off[3], off[0] + int32_t(bb), off[1] + int32_t(bb),
+                                          off[2] + int32_t(bb), off[3] + int32_t(bb));
+    __m256d acc = _mm256_setzero_pd();
+    for (int64_t s = 0; s < steps; ++s) {
+      __m512i p[ND][4];
+      for (int v = 0; v < ND; ++v)
+        for (int k = 0; k < 4; ++k)
+          p[v][k] = _mm512_loadu_si512((const void*)(planes + v * vstride + s * kGroupStep512 + 64 * k));
+      __m512i a[NL][4];
+      for (int rr = 0; rr < 4; ++rr) {
+        // The block's rows lie back to back: one prefetch stream ahead of them.
+        prefetch_tile_linear(w.data + rb0 * rb, rb, kGroupRows, rr, s * per_step * bb);
+        const __m512i codes = group_step_codes512(rows[rr], s, G, Q2);
+        const __m512i c[4] = {_mm512_and_si512(codes, m3), _mm512_and_si512(_mm512_srli_epi16(codes, 2), m3),
+                              _mm512_and_si512(_mm512_srli_epi16(codes, 4), m3),
+                              _mm512_and_si512(_mm512_srli_epi16(codes, 6), m3)};
+        __m512i t[ND];
+        for (int v = 0; v < ND; ++v) {
+          t[v] = Dot::dot(_mm512_setzero_si512(), c[0], p[v][0]);
+          for (int k = 1; k < 4; ++k) t[v] = Dot::dot(t[v], c[k], p[v][k]);
+        }
+        if constexpr (ND == 1) {
+          a[0][rr] = t[0];
+        } else {  // 255 t0 + t1 (and t2 apart)
+          a[0][rr] = _mm512_add_epi32(_mm512_sub_epi32(_mm512_slli_epi32(t[0], 8), t[0]), t[1]);
+          if constexpr (NL == 2) a[1][rr] = t[2];
+        }
+      }
+      __m512i r[NL];
+      for (int l = 0; l < NL; ++l) {
+        r[l] = reduce_rows4(a[l]);
+        // PQ2_0: a group is two lanes; their sum lands in lanes 0 and 2.
+        if constexpr (!Q2) r[l] = _mm512_add_epi32(r[l], _mm512_shuffle_i32x4(r[l], r[l], _MM_SHUFFLE(2, 3, 0, 1)));
+      }
+      __m128i lanes[NL][4];
+      for (int l = 0; l < NL; ++l) {
+        lanes[l][0] = _mm512_castsi512_si128(r[l]);
+        lanes[l][1] = _mm512_extracti32x4_epi32(r[l], 1);
+        lanes[l][2] = _mm512_extracti32x4_epi32(r[l], 2);
+        lanes[l][3] = _mm512_extracti32x4_epi32(r[l], 3);
+      }
+      const int64_t g0 = s * per_step;
+      const int n_here = int(std::min<int64_t>(per_step, G - g0));
+      __m256d d[4];
+      group_scales8(rows[0] + g0 * bb, idx, n_here > 1, d[0], d[1]);
+      if constexpr (Q2)
+        if (n_here > 2) group_scales8(rows[0] + (g0 + 2) * bb, idx, n_here > 3, d[2], d[3]);
+      for (int j = 0; j < n_here; ++j) {
+        const int lane = Q2 ? j : 2 * j;
+        __m256d num = _mm256_cvtepi32_pd(lanes[0][lane]);
+        if constexpr (NL == 2) num = _mm256_fmadd_pd(num, _mm256_set1_pd(255.0), _mm256_cvtepi32_pd(lanes[1][lane]));
+        // The exact integer group sum: less the codes' +1 times the group's x.
+        num = _mm256_sub_pd(num, _mm256_set1_pd(xnum[g0 + j]));
+        acc = _mm256_fmadd_pd(num, d[j], acc);
+      }
+    }
+    alignas(16) float out[4];
+    _mm_store_ps(out, _mm_mul_ps(_mm256_cvtpd_ps(acc), _mm_set1_ps(inv)));
+    for (int rr = 0; rr < nrows; ++rr) y[rb0 + rr] = out[rr];
+  }
+}
+
+template <class Dot, int ND>
+void group_gemv_i8_avx512(const GroupMatrix& w, const int8_t* xq, float xscale, float* y, int64_t r0, int64_t r1) {
+  if (w.group == 64) group_gemv_i8_avx512<Dot, ND, true>(w, xq, xscale, y, r0, r1);
+  else group_gemv_i8_avx512<Dot, ND, false>(w, xq, xscale, y, r0, r1);
+}
+
+// The set's entry: one token of up to three digits at 512 bits, anything
+// else through the 256-bit kernel with NV vectors per pass.
+template <class Dot512, class Dot256, int NV>
+void group_gemm_i8_avx512(const GroupMatrix& w, const int8_t* xq, int64_t n, const int* digits, const float* xscale,
+                          float* y, int64_t ldy, int64_t r0, int64_t r1) {
+  check_group_call(w, n, ldy, r0, r1);
+  if (n == 1) switch (digits[0]) {
+      case 1: return group_gemv_i8_avx512<Dot512, 1>(w, xq, xscale[0], y, r0, r1);
+      case 2: return group_gemv_i8_avx512<Dot512, 2>(w, xq, xscale[0], y, r0, r1);
+      case 3: return group_gemv_i8_avx512<Dot512, 3>(w, xq, xscale[0], y, r0, r1);
+      default: break;
+    }
+  group_gemm_i8_avx2<Dot256, NV>(w, xq, n, digits, xscale, y, ldy, r0, r1);
+}
+
+}  // namespace
+}  // namespace tern::kernels_detail
