@@ -14,6 +14,7 @@
 #include "avx2_dense.h"
 #include "avx2_float.h"
 #include "avx2_group.h"
+#include "avx2_group_gemv.h"
 #include "avx2_layout.h"
 #include "avx2_phase.h"
 #include "avx2_phase_i8.h"
@@ -105,7 +106,7 @@ const KernelSet& avx2_kernels() {
   static const KernelSet set{"avx2", &available, &gemm_f32_avx2, &gemm_i8,
                              &dense_gemm_x86, &avx2_prepare, &avx2_prepared_bytes, &phase_gemm_avx2,
                              &quantize_i8_avx2, &phase_gemm_i8_avx2<PhaseMaddubs>, nullptr,
-                             &silu_glu_avx2, &relu2_glu_avx2, &group_gemm_i8_avx2<GroupMaddubs>};
+                             &silu_glu_avx2, &relu2_glu_avx2, &group_gemm_i8_avx2_sets<GroupMaddubs>};
   return set;
 }
 

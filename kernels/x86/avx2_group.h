@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "../code_layout.h"
 #include "../kernel_sets.h"
@@ -160,6 +161,43 @@ inline void group_pair(const uint8_t* const rows[4], int64_t g, bool two, int64_
     out[v] = q2_0 ? t[v][0]
                   : _mm256_add_epi32(_mm256_permute2x128_si256(t[v][0], t[v][1], 0x20),
                                      _mm256_permute2x128_si256(t[v][0], t[v][1], 0x31));
+}
+
+// One token's scratch for the decode kernels (slot 1): [nd][vstride]
+// planes, [nd][G] each group's sum of x per digit, [G] the digits' number
+// of those sums (xnum, filled by group_token_sums).
+struct GroupToken {
+  int8_t* planes;
+  int32_t* xsum;
+  double* xnum;
+};
+inline GroupToken group_token_scratch(int nd, int64_t vstride, int64_t G) {
+  uint8_t* buf = thread_scratch(1, size_t(nd * vstride) + size_t(nd * G) * 4 + size_t(G) * 8 + 64);
+  const int64_t at = (nd * vstride + nd * G * 4 + 7) & ~int64_t(7);
+  return {reinterpret_cast<int8_t*>(buf), reinterpret_cast<int32_t*>(buf + nd * vstride),
+          reinterpret_cast<double*>(buf + at)};
+}
+inline void group_token_sums(const GroupToken& t, int nd, int64_t G) {
+  for (int64_t g = 0; g < G; ++g) {
+    double num = t.xsum[g];
+    for (int v = 1; v < nd; ++v) num = num * 255.0 + t.xsum[v * G + g];
+    t.xnum[g] = num;
+  }
+}
+
+// The decode kernels' dispatch: for one token of one to three digits,
+// calls gemv(integral_constant ND, bool_constant Q2_0) and returns true.
+template <class F>
+inline bool group_decode(const GroupMatrix& w, int64_t n, const int* digits, F&& gemv) {
+  if (n != 1 || digits[0] < 1 || digits[0] > 3) return false;
+  const auto by_type = [&](auto nd) {
+    if (w.group == 64) gemv(nd, std::true_type{});
+    else gemv(nd, std::false_type{});
+  };
+  if (digits[0] == 1) by_type(std::integral_constant<int, 1>{});
+  else if (digits[0] == 2) by_type(std::integral_constant<int, 2>{});
+  else by_type(std::integral_constant<int, 3>{});
+  return true;
 }
 
 // Rows in blocks of four: S [vector][group][row] from group_pair, the four

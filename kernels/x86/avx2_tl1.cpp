@@ -28,6 +28,7 @@
 #include "../tl1_layout.h"
 #include "avx2_dense.h"
 #include "avx2_group.h"
+#include "avx2_group_gemv.h"
 #include "avx2_quant.h"
 #include "tern/quant.h"
 
@@ -123,7 +124,7 @@ bool available(const CpuFeatures& f) { return f.avx2 && f.fma && f.f16c && f.os_
 const KernelSet& avx2_tl1_kernels() {
   static const KernelSet set{"avx2-tl1", &available, nullptr, &gemm_i8, &dense_gemm_x86, &tl1_prepare,
                              &tl1_prepared_bytes, nullptr, &quantize_i8_avx2, nullptr,
-                             nullptr, &silu_glu_avx2, &relu2_glu_avx2, &group_gemm_i8_avx2<GroupMaddubs>};
+                             nullptr, &silu_glu_avx2, &relu2_glu_avx2, &group_gemm_i8_avx2_sets<GroupMaddubs>};
   return set;
 }
 

@@ -11,6 +11,7 @@
 #include "avx2_bytes.h"
 #include "avx2_common.h"
 #include "avx2_group.h"
+#include "avx2_group_gemv.h"
 #include "avx2_dense.h"
 #include "avx2_float.h"
 #include "avx2_layout.h"
@@ -90,7 +91,7 @@ const KernelSet& avx2_vnni_kernels() {
   static const KernelSet set{"avx2-vnni", &available, &gemm_f32_avx2, &gemm_i8,
                              &dense_gemm_x86, &avx2_prepare, &avx2_prepared_bytes, &phase_gemm_avx2,
                              &quantize_i8_avx2, &phase_gemm_i8_avx2<PhaseDpbusd>, nullptr,
-                             &silu_glu_avx2, &relu2_glu_avx2, &group_gemm_i8_avx2<GroupDpbusd<PhaseDpbusd>>};
+                             &silu_glu_avx2, &relu2_glu_avx2, &group_gemm_i8_avx2_sets<GroupDpbusd<PhaseDpbusd>>};
   return set;
 }
 

@@ -86,10 +86,9 @@ inline void group_scales8(const uint8_t* base, __m256i idx, bool two, __m256d& d
 }
 
 // Lays out one token's ND digit vectors: [ND][steps][4][64] planes, and
-// xnum[g] = the digits' number of group g's sum of x.
+// each group's sum of x per digit.
 template <int ND>
-void group_planes512(const int8_t* xq, int64_t K, int group, int64_t steps, int8_t* planes, int32_t* xsum,
-                     double* xnum) {
+void group_planes512(const int8_t* xq, int64_t K, int group, int64_t steps, int8_t* planes, int32_t* xsum) {
   const int64_t G = K / group, vstride = steps * kGroupStep512;
   alignas(32) int8_t tail[kGroupStep];
   for (int v = 0; v < ND; ++v) {
@@ -110,11 +109,6 @@ void group_planes512(const int8_t* xq, int64_t K, int group, int64_t steps, int8
     }
     for (int64_t g = 0; g < G; ++g) xsum[v * G + g] = group_byte_sum(x + g * group, group);
   }
-  for (int64_t g = 0; g < G; ++g) {
-    double num = xsum[g];
-    for (int v = 1; v < ND; ++v) num = num * 255.0 + xsum[v * G + g];
-    xnum[g] = num;
-  }
 }
 
 // One token of ND digit vectors: y[r] for r in [r0, r1). The digits are
@@ -127,11 +121,11 @@ void group_gemv_i8_avx512(const GroupMatrix& w, const int8_t* xq, float xscale, 
   constexpr int NL = ND == 3 ? 2 : 1;   // lane sums kept apart until double
   const int64_t K = w.cols, G = w.groups(), steps = (K + kGroupStep512 - 1) / kGroupStep512;
   const int64_t bb = group_block_bytes(w.group), rb = G * bb, vstride = steps * kGroupStep512;
-  uint8_t* buf = thread_scratch(1, size_t(ND * vstride) + size_t(ND * G) * 4 + size_t(G) * 8 + 64);
-  int8_t* planes = reinterpret_cast<int8_t*>(buf);
-  int32_t* xsum = reinterpret_cast<int32_t*>(buf + ND * vstride);
-  double* xnum = reinterpret_cast<double*>(buf + ((ND * vstride + ND * G * 4 + 7) & ~int64_t(7)));
-  group_planes512<ND>(xq, K, w.group, steps, planes, xsum, xnum);
+  const GroupToken tok = group_token_scratch(ND, vstride, G);
+  group_planes512<ND>(xq, K, w.group, steps, tok.planes, tok.xsum);
+  group_token_sums(tok, ND, G);
+  const int8_t* planes = tok.planes;
+  const double* xnum = tok.xnum;
   const __m512i m3 = _mm512_set1_epi8(3);
   const float inv = 1.0f / xscale;
   for (int64_t rb0 = r0; rb0 < r1; rb0 += kGroupRows) {
@@ -203,25 +197,16 @@ void group_gemv_i8_avx512(const GroupMatrix& w, const int8_t* xq, float xscale, 
   }
 }
 
-template <class Dot, int ND>
-void group_gemv_i8_avx512(const GroupMatrix& w, const int8_t* xq, float xscale, float* y, int64_t r0, int64_t r1) {
-  if (w.group == 64) group_gemv_i8_avx512<Dot, ND, true>(w, xq, xscale, y, r0, r1);
-  else group_gemv_i8_avx512<Dot, ND, false>(w, xq, xscale, y, r0, r1);
-}
-
-// The set's entry: one token of up to three digits at 512 bits, anything
-// else through the 256-bit kernel with NV vectors per pass.
+// The set's entry: one token at 512 bits, anything else through the
+// 256-bit batch kernel with NV vectors per pass.
 template <class Dot512, class Dot256, int NV>
 void group_gemm_i8_avx512(const GroupMatrix& w, const int8_t* xq, int64_t n, const int* digits, const float* xscale,
                           float* y, int64_t ldy, int64_t r0, int64_t r1) {
   check_group_call(w, n, ldy, r0, r1);
-  if (n == 1) switch (digits[0]) {
-      case 1: return group_gemv_i8_avx512<Dot512, 1>(w, xq, xscale[0], y, r0, r1);
-      case 2: return group_gemv_i8_avx512<Dot512, 2>(w, xq, xscale[0], y, r0, r1);
-      case 3: return group_gemv_i8_avx512<Dot512, 3>(w, xq, xscale[0], y, r0, r1);
-      default: break;
-    }
-  group_gemm_i8_avx2<Dot256, NV>(w, xq, n, digits, xscale, y, ldy, r0, r1);
+  if (!group_decode(w, n, digits, [&](auto nd, auto q2) {
+        group_gemv_i8_avx512<Dot512, decltype(nd)::value, decltype(q2)::value>(w, xq, xscale[0], y, r0, r1);
+      }))
+    group_gemm_i8_avx2<Dot256, NV>(w, xq, n, digits, xscale, y, ldy, r0, r1);
 }
 
 }  // namespace
