@@ -20,6 +20,7 @@
 
 #include "../kernel_sets.h"
 #include "neon_dense.h"
+#include "neon_group.h"
 #include "neon_phase.h"
 #include "neon_phase_i8.h"
 #include "neon_quant.h"
@@ -296,9 +297,13 @@ bool available(const CpuFeatures& cpu) { return cpu.neon && cpu.dotprod; }
 }  // namespace
 
 const KernelSet& neon_sdot_kernels() {
-  static const KernelSet set{"neon-sdot", &available, &gemm_f32,        &gemm_i8,        &dense_gemm_neon,
+  static const KernelSet set = [] {
+    KernelSet s{"neon-sdot", &available, &gemm_f32,        &gemm_i8,        &dense_gemm_neon,
                              nullptr,      nullptr,    &phase_gemm_neon, &quantize_i8_neon,
                              &phase_gemm_i8_neon<PhaseSdot>};
+    s.group_gemm_i8 = &group_gemm_i8_neon<PhaseSdot>;
+    return s;
+  }();
   return set;
 }
 

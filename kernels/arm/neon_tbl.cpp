@@ -31,6 +31,7 @@
 #include "../code_layout.h"
 #include "../kernel_sets.h"
 #include "neon_dense.h"
+#include "neon_group.h"
 #include "neon_phase.h"
 #include "neon_phase_i8.h"
 #include "neon_quant.h"
@@ -267,9 +268,13 @@ bool available(const CpuFeatures& cpu) { return cpu.neon; }
 }  // namespace
 
 const KernelSet& neon_tbl_kernels() {
-  static const KernelSet set{"neon-tbl", &available, &gemm_f32, &gemm_i8, &dense_gemm_neon, &prepare,
+  static const KernelSet set = [] {
+    KernelSet s{"neon-tbl", &available, &gemm_f32, &gemm_i8, &dense_gemm_neon, &prepare,
                              &prepared_bytes, &phase_gemm_neon, &quantize_i8_neon,
                              &phase_gemm_i8_neon<PhaseMull>};
+    s.group_gemm_i8 = &group_gemm_i8_neon<PhaseMull>;
+    return s;
+  }();
   return set;
 }
 
