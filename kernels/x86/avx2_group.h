@@ -200,6 +200,42 @@ inline bool group_decode(const GroupMatrix& w, int64_t n, const int* digits, F&&
   return true;
 }
 
+// A block of four rows' scales: D[g][row] as doubles.
+inline void group_block_scales(const uint8_t* const rows[4], int64_t G, int64_t bb, double* D) {
+  for (int64_t g = 0; g < G; ++g) {
+    uint16_t h[4];
+    for (int rr = 0; rr < 4; ++rr) std::memcpy(&h[rr], rows[rr] + g * bb, 2);
+    const __m128 f = _mm_cvtph_ps(_mm_set_epi16(0, 0, 0, 0, short(h[3]), short(h[2]), short(h[1]), short(h[0])));
+    _mm256_storeu_pd(D + g * kGroupRows, _mm256_cvtps_pd(f));
+  }
+}
+
+// A block of four rows (from rb0, nrows of them real) for every token: S
+// [vector][Gp][row] holds each group's exact sum less its sum of x, a
+// token's vectors one after another; per token the digits' number per
+// group, exact in double (below 2^31), goes through the groups' fma chain
+// in kernels.h's order, one double lane per row.
+inline void group_block_tokens(const int32_t* S, int64_t Gp, int64_t G, const double* D, int64_t n,
+                               const int* digits, const float* xscale, float* y, int64_t ldy, int64_t rb0,
+                               int nrows) {
+  const int32_t* s = S;  // token i's first vector
+  for (int64_t i = 0; i < n; ++i) {
+    const int nd = digits[i];
+    __m256d acc = _mm256_setzero_pd();
+    for (int64_t g = 0; g < G; ++g) {
+      __m256d v = _mm256_cvtepi32_pd(_mm_loadu_si128((const __m128i*)(s + g * kGroupRows)));
+      for (int j = 1; j < nd; ++j)
+        v = _mm256_fmadd_pd(v, _mm256_set1_pd(255.0),
+                            _mm256_cvtepi32_pd(_mm_loadu_si128((const __m128i*)(s + (j * Gp + g) * kGroupRows))));
+      acc = _mm256_fmadd_pd(v, _mm256_loadu_pd(D + g * kGroupRows), acc);
+    }
+    alignas(16) float out[4];
+    _mm_store_ps(out, _mm_mul_ps(_mm256_cvtpd_ps(acc), _mm_set1_ps(1.0f / xscale[i])));
+    for (int rr = 0; rr < nrows; ++rr) y[i * ldy + rb0 + rr] = out[rr];
+    s += nd * Gp * kGroupRows;
+  }
+}
+
 // Rows in blocks of four: S [vector][group][row] from group_pair, the four
 // rows' scales widened to double, then per token the groups' fma chain on
 // four rows at once, one double lane per row: the order within each row is
@@ -229,12 +265,7 @@ void group_gemm_i8_avx2(const GroupMatrix& w, const int8_t* xq, int64_t n, const
     const int nrows = int(std::min<int64_t>(kGroupRows, r1 - rb0));
     const uint8_t* rows[4];
     for (int rr = 0; rr < 4; ++rr) rows[rr] = w.data + (rb0 + std::min(rr, nrows - 1)) * rb;
-    for (int64_t g = 0; g < G; ++g) {
-      uint16_t h[4];
-      for (int rr = 0; rr < 4; ++rr) std::memcpy(&h[rr], rows[rr] + g * bb, 2);
-      const __m128 f = _mm_cvtph_ps(_mm_set_epi16(0, 0, 0, 0, short(h[3]), short(h[2]), short(h[1]), short(h[0])));
-      _mm256_storeu_pd(D + g * kGroupRows, _mm256_cvtps_pd(f));
-    }
+    group_block_scales(rows, G, bb, D);
     for (int64_t v0 = 0; v0 < nq; v0 += NV) {
       const int nv = int(std::min<int64_t>(NV, nq - v0));
       for (int64_t g = 0; g < G; g += 2) {
@@ -249,23 +280,7 @@ void group_gemm_i8_avx2(const GroupMatrix& w, const int8_t* xq, int64_t n, const
         }
       }
     }
-    const int32_t* s = S;  // token i's first vector
-    for (int64_t i = 0; i < n; ++i) {
-      const int nd = digits[i];
-      __m256d acc = _mm256_setzero_pd();
-      for (int64_t g = 0; g < G; ++g) {
-        // The digits' number, exact in double (below 2^31).
-        __m256d v = _mm256_cvtepi32_pd(_mm_loadu_si128((const __m128i*)(s + g * kGroupRows)));
-        for (int j = 1; j < nd; ++j)
-          v = _mm256_fmadd_pd(v, _mm256_set1_pd(255.0),
-                              _mm256_cvtepi32_pd(_mm_loadu_si128((const __m128i*)(s + (j * Gp + g) * kGroupRows))));
-        acc = _mm256_fmadd_pd(v, _mm256_loadu_pd(D + g * kGroupRows), acc);
-      }
-      alignas(16) float out[4];
-      _mm_store_ps(out, _mm_mul_ps(_mm256_cvtpd_ps(acc), _mm_set1_ps(1.0f / xscale[i])));
-      for (int rr = 0; rr < nrows; ++rr) y[i * ldy + rb0 + rr] = out[rr];
-      s += nd * Gp * kGroupRows;
-    }
+    group_block_tokens(S, Gp, G, D, n, digits, xscale, y, ldy, rb0, nrows);
   }
 }
 

@@ -221,7 +221,7 @@ const KernelSet& avx512_amx_kernels() {
       "avx512-amx", &available_amx,  nullptr, &gemm_i8_amx,      &dense_gemm_avx512,
       &prepare,     &prepared_bytes, nullptr, &quantize_i8_avx2, &phase_gemm_i8_avx512,
       "avx512-vnni",  // below kTile vectors, gemm_i8_checked
-      &silu_glu_avx512, &relu2_glu_avx512, &group_gemm_i8_avx512<GroupDpbusd512, GroupDpbusd<Dpbusd256>, 2>};
+      &silu_glu_avx512, &relu2_glu_avx512, &group_gemm_i8_avx512<GroupDpbusd512>};
   return set;
 }
 

@@ -197,16 +197,88 @@ void group_gemv_i8_avx512(const GroupMatrix& w, const int8_t* xq, float xscale, 
   }
 }
 
-// The set's entry: one token at 512 bits, anything else through the
-// 256-bit batch kernel with NV vectors per pass.
-template <class Dot512, class Dot256, int NV>
+// A batch of tokens (prompts): per block of four rows and step, the rows'
+// codes are split once into sixteen registers and every vector of every
+// token meets them; S [vector][Gp][row] gets each group's exact sum less
+// its sum of x, and group_block_tokens scales them per token in order.
+template <class Dot, bool Q2>
+void group_batch_i8_avx512(const GroupMatrix& w, const int8_t* xq, int64_t n, const int* digits, const float* xscale,
+                           float* y, int64_t ldy, int64_t r0, int64_t r1) {
+  constexpr int per_step = Q2 ? 4 : 2;
+  const int64_t K = w.cols, G = w.groups(), steps = (K + kGroupStep512 - 1) / kGroupStep512;
+  const int64_t bb = group_block_bytes(w.group), rb = G * bb, vstride = steps * kGroupStep512;
+  const int64_t Gp = steps * per_step;  // S rows of whole steps
+  int64_t nq = 0;
+  for (int64_t i = 0; i < n; ++i) nq += digits[i];
+  // Slot 1: [nq][steps][4][64] planes, [nq][G] group sums of x; slot 0:
+  // [G][4] a block's scales, [nq][Gp][4] its sums.
+  uint8_t* buf = thread_scratch(1, size_t(nq * vstride) + size_t(nq * G) * 4);
+  int8_t* planes = reinterpret_cast<int8_t*>(buf);
+  int32_t* xsum = reinterpret_cast<int32_t*>(buf + nq * vstride);
+  for (int64_t v = 0; v < nq; ++v)
+    group_planes512<1>(xq + v * K, K, w.group, steps, planes + v * vstride, xsum + v * G);
+  uint8_t* scratch = thread_scratch(0, size_t(G * kGroupRows) * 8 + size_t(nq * Gp * kGroupRows) * 4);
+  double* D = reinterpret_cast<double*>(scratch);
+  int32_t* S = reinterpret_cast<int32_t*>(scratch + G * kGroupRows * 8);
+  const __m512i m3 = _mm512_set1_epi8(3);
+  for (int64_t rb0 = r0; rb0 < r1; rb0 += kGroupRows) {
+    const int nrows = int(std::min<int64_t>(kGroupRows, r1 - rb0));
+    const uint8_t* rows[4];
+    for (int rr = 0; rr < 4; ++rr) rows[rr] = w.data + (rb0 + std::min(rr, nrows - 1)) * rb;
+    group_block_scales(rows, G, bb, D);
+    for (int64_t s = 0; s < steps; ++s) {
+      __m512i c[4][4];
+      for (int rr = 0; rr < 4; ++rr) {
+        const __m512i codes = group_step_codes512(rows[rr], s, G, Q2);
+        c[rr][0] = _mm512_and_si512(codes, m3);
+        c[rr][1] = _mm512_and_si512(_mm512_srli_epi16(codes, 2), m3);
+        c[rr][2] = _mm512_and_si512(_mm512_srli_epi16(codes, 4), m3);
+        c[rr][3] = _mm512_and_si512(_mm512_srli_epi16(codes, 6), m3);
+      }
+      const int64_t g0 = s * per_step;
+      for (int64_t v = 0; v < nq; ++v) {
+        const int8_t* pv = planes + v * vstride + s * kGroupStep512;
+        __m512i p[4];
+        for (int k = 0; k < 4; ++k) p[k] = _mm512_loadu_si512((const void*)(pv + 64 * k));
+        __m512i a[4];
+        for (int rr = 0; rr < 4; ++rr) {
+          a[rr] = Dot::dot(_mm512_setzero_si512(), c[rr][0], p[0]);
+          for (int k = 1; k < 4; ++k) a[rr] = Dot::dot(a[rr], c[rr][k], p[k]);
+        }
+        __m512i r = reduce_rows4(a);
+        if constexpr (!Q2) r = _mm512_add_epi32(r, _mm512_shuffle_i32x4(r, r, _MM_SHUFFLE(2, 3, 0, 1)));
+        int32_t* out = S + (v * Gp + g0) * kGroupRows;
+        const int32_t* xs = xsum + v * G;
+        const auto put = [&](int j, __m128i lane) {  // group g0 + j, if the row has it
+          if (g0 + j < G) _mm_storeu_si128((__m128i*)(out + j * kGroupRows), _mm_sub_epi32(lane, _mm_set1_epi32(xs[g0 + j])));
+        };
+        if constexpr (Q2) {
+          put(0, _mm512_castsi512_si128(r));
+          put(1, _mm512_extracti32x4_epi32(r, 1));
+          put(2, _mm512_extracti32x4_epi32(r, 2));
+          put(3, _mm512_extracti32x4_epi32(r, 3));
+        } else {
+          put(0, _mm512_castsi512_si128(r));
+          put(1, _mm512_extracti32x4_epi32(r, 2));
+        }
+      }
+    }
+    group_block_tokens(S, Gp, G, D, n, digits, xscale, y, ldy, rb0, nrows);
+  }
+}
+
+// The set's entry: one token through the GEMV, batches through the batch
+// kernel, both at 512 bits.
+template <class Dot>
 void group_gemm_i8_avx512(const GroupMatrix& w, const int8_t* xq, int64_t n, const int* digits, const float* xscale,
                           float* y, int64_t ldy, int64_t r0, int64_t r1) {
   check_group_call(w, n, ldy, r0, r1);
-  if (!group_decode(w, n, digits, [&](auto nd, auto q2) {
-        group_gemv_i8_avx512<Dot512, decltype(nd)::value, decltype(q2)::value>(w, xq, xscale[0], y, r0, r1);
+  if (group_decode(w, n, digits, [&](auto nd, auto q2) {
+        group_gemv_i8_avx512<Dot, decltype(nd)::value, decltype(q2)::value>(w, xq, xscale[0], y, r0, r1);
       }))
-    group_gemm_i8_avx2<Dot256, NV>(w, xq, n, digits, xscale, y, ldy, r0, r1);
+    return;
+  if (w.group == 64) group_batch_i8_avx512<Dot, true>(w, xq, n, digits, xscale, y, ldy, r0, r1);
+  else group_batch_i8_avx512<Dot, false>(w, xq, n, digits, xscale, y, ldy, r0, r1);
 }
 
 }  // namespace

@@ -160,7 +160,7 @@ bool available(const CpuFeatures& c) {
 const KernelSet& avx512_pext_kernels() {
   static const KernelSet set{"avx512-pext", &available, &gemm_f32, &gemm_i8, &dense_gemm_avx512, &prepare,
                              &prepared_bytes, &phase_gemm_avx512<true>, &quantize_i8_avx2, nullptr,
-                             nullptr, &silu_glu_avx512, &relu2_glu_avx512, &group_gemm_i8_avx512<GroupMaddubs512, GroupMaddubs, 2>};
+                             nullptr, &silu_glu_avx512, &relu2_glu_avx512, &group_gemm_i8_avx512<GroupMaddubs512>};
   return set;
 }
 

@@ -299,6 +299,18 @@ TEST(GroupKernels, ExtremeCodesAndDigitsStayExact) {
           EXPECT_EQ(got, want) << k->name << " " << gguf::traits(type).name << " digits " << nd;
         }
       }
+    // The same as a batch (the prompt kernels): tokens of 1, 2 and 3 digits.
+    const int digits[3] = {1, 2, 3};
+    const float scales[3] = {1.0f, 1.0f, 1.0f};
+    std::vector<int8_t> q(size_t(6 * cols));
+    for (size_t j = 0; j < q.size(); ++j) q[j] = int8_t(j / cols % 2 ? -127 : 127);
+    std::vector<float> want(3 * rows), got(3 * rows, -1.0f);
+    scalar_kernels().group_gemm_i8(g.m, q.data(), 3, digits, scales, want.data(), rows, 0, rows);
+    for (const KernelSet* k : all_kernel_sets()) {
+      if (!k->available(cpu_features())) continue;
+      group_gemm_i8_of(*k)(g.m, q.data(), 3, digits, scales, got.data(), rows, 0, rows);
+      EXPECT_EQ(got, want) << k->name << " " << gguf::traits(type).name << " batch";
+    }
   }
 }
 
