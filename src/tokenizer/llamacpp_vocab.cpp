@@ -49,6 +49,14 @@ const std::vector<PreRule>& pre_rules() {
   return rules;
 }
 
+// Llama 3's byte-level vocabulary (Llama 3.x, BitNet b1.58 2B-4T,
+// Llama3-8B-1.58): 128000 BPE tokens, then its special tokens from
+// <|begin_of_text|>; every model with it splits text with Llama 3's regex.
+bool is_llama3_vocab(const Spec& s) {
+  return s.model == "gpt2" && s.tokens.size() >= 128256 && s.tokens[128000] == "<|begin_of_text|>" &&
+         s.tokens[128001] == "<|end_of_text|>" && s.tokens[0] == "!";
+}
+
 Json split_step(const char* regex) {
   return Json{{"type", "Split"}, {"pattern", {{"Regex", regex}}}, {"behavior", "Isolated"}, {"invert", false}};
 }
@@ -74,7 +82,14 @@ Json llamacpp_pipeline(const Spec& s, std::string& note) {
     return p;
   }
   std::string name = s.pre;
-  if (name.empty()) {
+  if (name.empty() && is_llama3_vocab(s)) {
+    // bitnet.cpp's BitNet 2B-4T I2_S file carries Llama 3's vocabulary and
+    // no pre name; llama.cpp's 'default' rules would give the KJV 3% more
+    // tokens than the model's own tokenizer (and another perplexity).
+    name = "llama-bpe";
+    note = "the file has no tokenizer.ggml.pre; its vocabulary is Llama 3's, so tern uses Llama 3's "
+           "pre-tokenizer (llama.cpp would use its 'default' one and tokenize differently)";
+  } else if (name.empty()) {
     name = "default";
     note = "the file has no tokenizer.ggml.pre; using llama.cpp's 'default' pre-tokenizer, as llama.cpp does "
            "(text may tokenize differently from the original model)";

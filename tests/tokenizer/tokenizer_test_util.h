@@ -70,13 +70,18 @@ inline std::string kjv_text() {
 
 // The tokenizer as a file carries it: Spec -> GGUF keys -> Spec. Without
 // tern's keys the file holds only what llama.cpp's converter writes.
-inline std::unique_ptr<Tokenizer> through_gguf(const tok::Spec& s, const std::string& name, bool tern_keys) {
-  const std::filesystem::path path = test_dir() / (name + (tern_keys ? ".gguf" : "-llamacpp.gguf"));
+// `no_pre`: without tokenizer.ggml.pre too, as bitnet.cpp's I2_S files are.
+inline std::unique_ptr<Tokenizer> through_gguf(const tok::Spec& s, const std::string& name, bool tern_keys,
+                                               bool no_pre = false) {
+  const std::filesystem::path path =
+      test_dir() / (name + (tern_keys ? ".gguf" : no_pre ? "-nopre.gguf" : "-llamacpp.gguf"));
   {
     gguf::Writer w(path.string());
     w.set("general.architecture", gguf::Value::string("llama"));
-    tok::write_spec(w, s, tok::KeyGroup::Standard);
-    if (tern_keys) tok::write_spec(w, s, tok::KeyGroup::Tern);
+    tok::Spec bare = s;
+    if (no_pre) bare.pre.clear();
+    tok::write_spec(w, bare, tok::KeyGroup::Standard);
+    if (tern_keys) tok::write_spec(w, bare, tok::KeyGroup::Tern);
     w.write_header();
     w.finish();
   }
