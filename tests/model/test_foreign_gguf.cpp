@@ -21,6 +21,7 @@
 #include "tern/context.h"
 #include "tern/model.h"
 #include "tern/quant.h"
+#include "tern/tokenizer.h"
 
 namespace fs = std::filesystem;
 using tern::gguf::TensorType;
@@ -71,12 +72,17 @@ std::vector<uint8_t> encode_i2s(const std::vector<int8_t>& trits, float scale) {
 // the per-tensor scale at their logical width (tern's pack pads the FFN's
 // down projection to whole 256-blocks; I2_S stores its 128-blocks), file
 // type 40, no tokenizer.ggml.pre.
-void write_i2s(const std::string& family, const std::string& dst,
-               const std::function<void(std::vector<int8_t>&)>& corrupt = nullptr) {
-  const std::string src = fixture(family, "tq2_0.gguf");
-  const int64_t ffn = tern::gguf::File::open(src).get("bitnet-b1.58.feed_forward_length").as_int("ffn");
+// `keep_modes`: keep tern's activation mode and scale rule (a llama-arch
+// pack would otherwise run as float), dropping only its tokenizer rules.
+void write_i2s_from(const std::string& src, const std::string& dst,
+                    const std::function<void(std::vector<int8_t>&)>& corrupt = nullptr, bool keep_modes = false) {
+  const tern::gguf::File f = tern::gguf::File::open(src);
+  const std::string arch = f.get("general.architecture").as_string("arch");
+  const int64_t ffn = f.get(arch + ".feed_forward_length").as_int("ffn");
+  std::vector<std::string> drop = {"tokenizer.ggml.pre", "general.file_type"};
+  if (keep_modes) drop.push_back("tern.tokenizer.hf_pipeline");
   tern::test::rewrite_file_dims(
-      src, dst, {"tokenizer.ggml.pre", "general.file_type"},
+      src, dst, drop,
       [&](const tern::gguf::TensorInfo& t, const tern::gguf::File& file, TensorType& type,
           std::vector<uint64_t>& dims, std::vector<uint8_t>& bytes) {
         if (t.type != TensorType::TQ2_0) return;
@@ -94,7 +100,12 @@ void write_i2s(const std::string& family, const std::string& dst,
         bytes = encode_i2s(trits, scale);
         type = TensorType::I2_S;
         dims[0] = uint64_t(width);
-      });
+      },
+      keep_modes ? tern::test::TernKeys::Keep : tern::test::TernKeys::Drop);
+}
+void write_i2s(const std::string& family, const std::string& dst,
+               const std::function<void(std::vector<int8_t>&)>& corrupt = nullptr) {
+  write_i2s_from(fixture(family, "tq2_0.gguf"), dst, corrupt);
 }
 
 // Lossless: the same trits and the same f32 scale as tern's own pack, on
@@ -163,6 +174,33 @@ TEST(ForeignGguf, HadamardRotatedPrismFilesAreRefused) {
   const std::string e = load_error(rotated);
   EXPECT_NE(e.find("prism.hadamard.block_size"), std::string::npos) << e;
   EXPECT_NE(e.find(rotated), std::string::npos) << e;
+}
+
+// bitnet.cpp's 2B-4T file carries Llama 3's vocabulary and no pre name:
+// the text must still tokenize as the model's tokenizer does (llama.cpp's
+// 'default' rules would not), so its perplexity is the pack's.
+TEST(ForeignGguf, BitnetCppI2sWithLlama3VocabularyTokenizesAsThePack) {
+  const std::string pack = (tern::test::test_models() / "bpe" / "tq2_0.gguf").string();
+  const std::string i2s = (tern::test::test_dir() / "ggml-model-i2_s-llama3.gguf").string();
+  write_i2s_from(pack, i2s, nullptr, true);
+  const auto file = tern::gguf::File::open(i2s);
+  ASSERT_EQ(file.find("tokenizer.ggml.pre"), nullptr);
+  ASSERT_EQ(file.find("tern.tokenizer.hf_pipeline"), nullptr);
+  const tern::Tokenizer from_i2s(file), from_pack(tern::gguf::File::open(pack));
+  ASSERT_EQ(from_i2s.notes().size(), 1u);
+  EXPECT_NE(from_i2s.notes()[0].find("Llama 3"), std::string::npos) << from_i2s.notes()[0];
+  const std::string text =
+      "In the beginning God created the heaven and the earth. 1234567 And God said, Let there be light: "
+      "and there was light.\n\n  I'll say it's 3.14159;   they're here!!! \t(Genesis 1:3)";
+  const std::vector<int32_t> ids = from_pack.encode(text);
+  EXPECT_EQ(from_i2s.encode(text), ids);
+  // The same ids give the same logits: the file is the pack, read through I2_S.
+  tern::LoadOptions lo;
+  auto a = tern::Model::load(i2s, lo), b = tern::Model::load(pack, lo);
+  tern::Context ca(*a), cb(*b);
+  const auto la = ca.forward(ids, 0, true);
+  const auto lb = cb.forward(ids, 0, true);
+  EXPECT_TRUE(std::equal(la.begin(), la.end(), lb.begin(), lb.end()));
 }
 
 TEST(ForeignGguf, I2sCodeThreeIsRefusedWithTensorAndRow) {
