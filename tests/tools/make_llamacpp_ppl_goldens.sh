@@ -4,7 +4,10 @@
 # --prompt 1, all 63 tokens after the BOS scored, one sequence, no BOS added)
 # on both of tern's packs (tq2_0.gguf, tq1_0.gguf) of every family llama.cpp
 # loads (arch llama: falcon3, llama3-1.58, trilm), and on llama3-1.58 packed
-# with a Q6_K head (q6_k-head.gguf). llama.cpp runs as its users
+# with a Q6_K head (q6_k-head.gguf); and Ternary Bonsai's fixture in the two
+# group-scaled types mainline llama.cpp has: q2_0.gguf (type 42, 64-weight
+# groups, as tern packs --type q2_0) and q1_0.gguf (type 41, the binarized
+# fixture). llama.cpp runs as its users
 # run it: tests/tools/llamacpp_perplexity.mjs, CPU, default f16 KV cache.
 # tests/model/test_llamacpp_agreement.cpp checks tern and reference.py
 # --mutate llamacpp against the file in CI, without node or network.
@@ -24,11 +27,12 @@ models=$1
 out=${2:-$here/../data/llamacpp_ppl_goldens.json}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-for fam in falcon3 llama3-1.58 trilm; do
+for fam in falcon3 llama3-1.58 trilm bonsai; do
   /usr/bin/python3 "$here/families/reference.py" "$models/family-$fam/hf" \
     sample --seed 1 --n 63 --prompt 1 "$tmp/$fam.ids"
   files="tq2_0 tq1_0"
   [ "$fam" = llama3-1.58 ] && files="$files q6_k-head"
+  [ "$fam" = bonsai ] && files="q2_0 q1_0"
   for file in $files; do
     node "$here/llamacpp_perplexity.mjs" "$models/family-$fam/$file.gguf" "$tmp/$fam.ids" \
       --first 1 --kv f16 >"$tmp/$fam.$file.json"
@@ -41,9 +45,11 @@ commit=$(git bundle list-heads "$(npm root 2>/dev/null)/node-llama-cpp/llama/git
 import json, sys
 tmp, out, commit = sys.argv[1:]
 entries, version = [], None
-for fam in ["falcon3", "llama3-1.58", "trilm"]:
+files = {"falcon3": ["tq2_0", "tq1_0"], "llama3-1.58": ["tq2_0", "tq1_0", "q6_k-head"],
+         "trilm": ["tq2_0", "tq1_0"], "bonsai": ["q2_0", "q1_0"]}
+for fam in files:
     ids = [int(t) for t in open("%s/%s.ids" % (tmp, fam)).read().split(",")]
-    for file in ["tq2_0", "tq1_0"] + (["q6_k-head"] if fam == "llama3-1.58" else []):
+    for file in files[fam]:
         r = json.load(open("%s/%s.%s.json" % (tmp, fam, file)))
         assert r["n_scored"] == len(ids) - 1 and r["kv"] == "f16", r
         v = "%s, node-llama-cpp %s" % (r["llama_cpp"], r["node_llama_cpp"])

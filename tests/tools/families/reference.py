@@ -36,6 +36,13 @@ attention), to tell llama.cpp's numbers apart from a misread file:
       (vec_dot_type of F16 is F16);
   the head's input is rounded to the head's storage type (F16, or BF16 when
       F16 cannot hold the head exactly, as tern packs it).
+A checkpoint whose ternary weights carry one scale per group (Ternary
+Bonsai) runs as llama.cpp runs the Q2_0 file tern packs from it: every
+linear, the head included, is ggml_vec_dot_q2_0_q8_0: the input through
+quantize_row_q8_0 (x86: d = max|x| / 127 stored as fp16, codes
+round-half-even of x * 127 / max per 32 values), per 32 values the exact
+integer sum times that fp16 d, two of them added per 64-weight block and
+times the block's fp16 scale, the blocks summed in float32.
 
 usage:
   reference.py CKPT logits TOKENS_CSV OUT.bin            float32 logits [T][vocab]
@@ -198,6 +205,38 @@ def q8_k(x):
     return q, d
 
 
+QK8_0 = 32  # ggml's q8_0 block: the activations of Q2_0 / Q1_0 matmuls
+QK2_0 = 64  # mainline llama.cpp's Q2_0 block (type 42)
+
+
+def q8_0(x):
+    """x86 quantize_row_q8_0 on each row (whole blocks of 32): per block
+    m = max|x|, d = fp16(m / 127), q = round-half-even(x * (127 / m)), an
+    all-zero block d = 0, q = 0. Returns (q [T][blocks][32], d [T][blocks])."""
+    T, n = x.shape
+    assert n % QK8_0 == 0, "q8_0 needs whole blocks of 32"
+    b = x.astype(F32).reshape(T, n // QK8_0, QK8_0)
+    m = np.max(np.abs(b), axis=-1)
+    zero = m == 0
+    inv = np.where(zero, F32(0.0), F32(127.0) / np.where(zero, F32(1.0), m)).astype(F32)
+    q = np.rint((b * inv[..., None]).astype(F32)).astype(F32)
+    return q, f16_round((m / F32(127.0)).astype(F32))
+
+
+def groups_of(w, g):
+    """(codes in {-1, 0, 1}, scale per g columns [O][I/g]) when every group
+    of g columns of w is one magnitude times ternary codes, else None."""
+    O, I = w.shape
+    if I % g:
+        return None
+    b = w.astype(F32).reshape(O, I // g, g)
+    d = np.max(np.abs(b), axis=-1)
+    t = np.sign(b)
+    if not np.array_equal(t * d[..., None], b):
+        return None
+    return t.reshape(O, I), d
+
+
 def rms_norm(x, w, eps):
     # LlamaRMSNorm: w * (x * rsqrt(mean(x^2) + eps)), in float32.
     var = np.mean(x.astype(np.float64) ** 2, axis=-1, keepdims=True)
@@ -356,6 +395,32 @@ class Model:
         self._cache[key] = r
         return r
 
+    def group_weight(self, name):
+        """llama.cpp's view of a group-scaled ternary matrix as tern packs it
+        in Q2_0: (codes [O][I], fp16 scale per 64 columns [O][I/64]), or
+        None when the matrix has one magnitude per row or none at all."""
+        key = name + " q2_0"
+        if key not in self._cache:
+            w = self.head if name == "head" else self.W[name]
+            r = groups_of(w, QK2_0) if self.kind == "float" else None
+            if r is not None:
+                per_row = groups_of(w, w.shape[1]) is not None
+                r = None if per_row else (r[0], f16_round(r[1]))
+            self._cache[key] = r
+        return self._cache[key]
+
+    def group_linear(self, x, t, d):
+        """ggml_vec_dot_q2_0_q8_0 for every row: per 32 inputs the exact
+        integer sum times q8_0's d, pairs added per 64-block, times the
+        block's d, blocks summed in float32."""
+        q, dx = q8_0(x)                       # [T][I/32][32], [T][I/32]
+        O, I = t.shape
+        tb = t.reshape(O, I // QK8_0, QK8_0)
+        sums = np.einsum("tbk,obk->tbo", q, tb).astype(F32)   # exact integers
+        part = (dx[..., None] * sums).astype(F32)             # [T][I/32][O]
+        blk = (part[:, 0::2] + part[:, 1::2]).astype(F32)     # [T][I/64][O]
+        return np.sum((blk * d.T[None]).astype(F32), axis=1, dtype=F32)
+
     def tq_linear(self, x, name):
         """ggml_vec_dot_tq{1,2}_0_q8_K: per block, the exact integer sum of
         q8_K codes times trits, times (q8_K's d * the fp16 d) in float32,
@@ -375,7 +440,8 @@ class Model:
             x = rms_norm(x, self.W[name[:-len("weight")] + "rms_norm.weight"].astype(F32),
                          self.lin_norm_eps)
         if self.mutate == "llamacpp":
-            return self.tq_linear(x, name)
+            g = self.group_weight(name)
+            return self.group_linear(x, *g) if g else self.tq_linear(x, name)
         w, how, sc = self.weight(name)
         if how is None:
             if self.mutate == "int16-activations":
@@ -463,6 +529,9 @@ class Model:
             x = x + self.linear(f, p + "mlp.down_proj.weight")
         x = rms_norm(x, self.W["model.norm.weight"], eps)
         if self.mutate == "llamacpp":  # the head's storage type is its vec_dot_type
+            g = self.group_weight("head")
+            if g:
+                return self.group_linear(x, *g)
             x = self.head_round(x)
         return (x @ self.head.T).astype(F32)
 
