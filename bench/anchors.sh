@@ -10,7 +10,7 @@
 #
 # With VLUT (a vlut.cpp build directory) and VLUT_MODELS (its files of the
 # same checkpoint, made by its own converter and llama-quantize: see
-# docs/PERFORMANCE.md, "vlut.cpp"), vlut's `llama-bench` runs in the same
+# docs/studies/2026-11-27-vlut-anchor.md), vlut's `llama-bench` runs in the same
 # rounds (-fa 0 and 1, OMP_WAIT_POLICY=passive as well as its default).
 #
 # usage: IK=ik_llama.cpp/build bench/anchors.sh HF_DIR TERN_MODEL.gguf [WORKDIR]

@@ -29,7 +29,7 @@ inline int64_t cold_bytes() { return 4 * l3_bytes(); }
 // that reads the GGUF layout in place is timed on the same page size as the
 // roof beside it (with THP in madvise mode, copies from plain malloc were on
 // 4 KiB pages; the in-place avx2 kernel's cold figures rose 1-3 points of
-// roof, see PERFORMANCE.md).
+// roof, see git show d2934d8:docs/PERFORMANCE.md, "Kernel benchmark").
 
 // Throws tern::Error if `extra` more bytes would leave too little memory for
 // the rest of the machine (the box is shared); `what` names the allocation.

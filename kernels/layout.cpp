@@ -26,7 +26,8 @@ static_assert(sizeof(Header) <= kLayoutHeaderBytes, "the header must fit before 
 // (tern/aligned_buffer.h). Smaller layouts (bitnet_b1_58-large's
 // 1536 x 1536 matrices are 0.6 MB) would each get 4 KiB pages of their own,
 // and decode at that shape ran about 4-5% slower for it
-// (docs/PERFORMANCE.md). From kSlabMin up they are cut from shared
+// (git show d2934d8:docs/PERFORMANCE.md, "Small layouts on huge
+// pages"). From kSlabMin up they are cut from shared
 // huge-page slabs instead; below it a matrix is too small for its pages to
 // matter, and a slab's first touch (2 MiB zeroed) would cost more than the
 // matrix.

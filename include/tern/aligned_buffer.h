@@ -13,7 +13,8 @@ namespace tern {
 // From this size up a buffer starts on a 2 MiB boundary and asks for
 // transparent huge pages before its first touch: the stream then crosses no
 // 4 KiB page boundary, where the hardware prefetchers stop and restart
-// (docs/PERFORMANCE.md: about 8% more bandwidth on one core). Advice only;
+// (git show d2934d8:docs/PERFORMANCE.md, "Kernel benchmark": about 8% more bandwidth on one
+// core). Advice only;
 // without THP the pages are ordinary ones.
 constexpr size_t kHugePageBytes = size_t(1) << 21;
 constexpr size_t kCacheLineBytes = 64;

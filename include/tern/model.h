@@ -116,7 +116,7 @@ struct Weights {
 // a relative error above kWideRelError) and multiplied as int8 digits by
 // the int8 kernels (quantize_act_digits): 2-3x the float kernels' speed,
 // logits identical on every kernel set, a trained model's perplexity
-// within 0.01% of exact (docs/PERFORMANCE.md). Int8: one int8 digit per
+// within 0.01% of exact (docs/studies/2026-11-26-float-activations.md). Int8: one int8 digit per
 // token (BitNet's per-token absmax), faster and lossy. Exact: the float
 // kernels. Fairy2i models take the same choices (PhaseGemmI8).
 enum class FloatActs { Int16, Int8, Exact };

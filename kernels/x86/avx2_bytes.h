@@ -19,7 +19,8 @@ namespace tern::kernels_detail {
 namespace {
 
 // Batches of this many vectors or more take this path; at 4 the per-block
-// loop was as fast (PERFORMANCE.md).
+// loop was as fast (git show d2934d8:docs/PERFORMANCE.md, "The AVX2 sets' prompts
+// through bytes").
 constexpr int64_t kByteMinVecs = 8;
 // Columns per slice, in 256-column blocks: 6 rows x 3840 bytes = 22.5 KiB,
 // which stays in L1 while every vector block streams its share of the

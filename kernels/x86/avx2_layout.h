@@ -1,5 +1,6 @@
 // TQ1_0 on the AVX2 sets (avx2, avx2-vnni). Decoding base 3 in the loop
-// takes 2.9x the time of TQ2_0's shifts (PERFORMANCE.md), so a decode step
+// takes 2.9x the time of TQ2_0's shifts (git show d2934d8:docs/PERFORMANCE.md,
+// "TQ1_0 on AVX2-only CPUs"), so a decode step
 // there is bound by arithmetic, not by memory. prepare() therefore turns
 // TQ1_0 rows into LayoutKind::Tq2Blocks once, at load: per 256 columns the
 // 64 code bytes a TQ2_0 block holds (byte m of half h: column 128h + 32n +

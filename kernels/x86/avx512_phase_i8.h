@@ -69,7 +69,8 @@ void phase_gemm_i8_avx512(const PhaseMatrix& w, const int8_t* xq, int64_t n, con
                           const float* xscale, float* y, int64_t ldy, int64_t r0, int64_t r1) {
   const int32_t* qsum = nullptr;
   // Two vectors per pass, for the two digits of an int16 input (GCC 12
-  // spills some of their sixteen accumulators: docs/PERFORMANCE.md).
+  // spills some of their sixteen accumulators: git show d2934d8:docs/PERFORMANCE.md,
+  // "Int8 and int16 inputs").
   phase_gemm_i8_driver<2>(
       w, xq, n, digits, xscale, y, ldy, r0, r1,
       [&](const BlockPhase* row, int64_t nb, const int8_t* q, int64_t stride, int count, int32_t(*S)[8]) {

@@ -29,7 +29,7 @@
 // B) and makes b_{n+1} with two vpaddb; the row's code sum is (3A - B) / 256.
 // Four instructions per 64 weights, against seven when the codes were
 // decoded; with 20% fewer bytes than TQ2_0 this layout is the faster of the
-// two from DRAM (docs/PERFORMANCE.md).
+// two from DRAM (docs/PERFORMANCE.md, "Kernels").
 //
 // vpdpbusd multiplies unsigned by signed bytes, hence codes (or scaled
 // codes, or base-3 bytes) times activations; sum((t + 1) q) - sum(q) =

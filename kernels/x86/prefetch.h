@@ -42,7 +42,7 @@ inline void prefetch_tile_row(const uint8_t* w, int64_t rb, int R, int r, int64_
 // per row, prefetch_tile_row) a Zen 5 core read the BF16 head at 0.75-0.78
 // of its one-stream roof, and even without arithmetic R = 4 adjacent row
 // streams read at 0.74, 2 at 0.79, one at 1.0; prefetched as one stream,
-// 2 rows of the head read at 0.88-1.02 (docs/PERFORMANCE.md, 2026-11-29).
+// 2 rows of the head read at 0.88-1.02 (docs/studies/2026-11-29-zen5-two-cores.md).
 // Call it for every row at each 64 bytes of row progress, so the R calls
 // cover the R * 64 bytes the tile consumed. An asm statement, not the
 // builtin: in the two-row Q8_0 loop GCC 12 dropped the builtin too, and

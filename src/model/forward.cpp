@@ -43,7 +43,8 @@ void store(gguf::TensorType type, uint8_t* dst, size_t dst_step, const float* sr
 // Every chunk costs a claim and a cold start of its prefetch stream: on
 // Zen 5, two-thread decode made 1.03-1.18x (median 1.07) with 4 per thread
 // than with 16 in alternated rounds, prompts the same within the noise,
-// and beside a busy loop the two were alike (docs/PERFORMANCE.md).
+// and beside a busy loop the two were alike (git show d2934d8:docs/PERFORMANCE.md,
+// "Threads on Zen 5").
 constexpr int64_t kChunksPerThread = 4;
 int64_t row_chunk(int64_t rows, int threads) {
   if (threads <= 1) return std::max(rows, int64_t(1));

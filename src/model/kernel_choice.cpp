@@ -37,7 +37,8 @@ void fence_flushes() {}
 // stream its weights from memory, as a decode step does, while its input
 // stays cached, as in a decode step. Timed warm, a kernel that wins in
 // cache can lose by 2x in a real token: avx2-tl1 did on
-// bitnet_b1_58-large's shapes (docs/PERFORMANCE.md). (The first version
+// bitnet_b1_58-large's shapes (git show d2934d8:docs/PERFORMANCE.md, "Kernel chosen per
+// shape by measurement"). (The first version
 // read a buffer of twice the last-level cache instead: 64-256 MiB
 // allocated per load, and a VM may report the host's whole L3.)
 // CLFLUSH, CLFLUSHOPT and DC CIVAC need only read access, so the mapped

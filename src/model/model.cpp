@@ -574,7 +574,8 @@ void ModelAccess::after_head_product(const Model& m, const float* logits) {
 // load does not copy. Read through the file's mapping it sits on whatever
 // pages the page cache holds, 4 KiB ones after a plain `cat` or read, where
 // the hardware prefetchers stop at every page and each page costs a TLB
-// walk (docs/PERFORMANCE.md, "The output head"). So once the first product
+// walk (git show d2934d8:docs/PERFORMANCE.md,
+// "Time to first token in one read, and the head on huge pages"). So once the first product
 // has checked it (and the first token is out: the copy would only delay
 // it), the head is copied onto huge pages, in parallel, and its file pages
 // let go. Without the memory for the copy, it stays where it is. Another
