@@ -1,16 +1,19 @@
-// Group-scaled rows (kernels.h GroupGemmI8) at 512 bits for one token, the
-// decode step, in the AVX-512 sets; batches of tokens go to the 256-bit
-// kernel (avx2_group.h), which shares each row's codes among its vectors.
+// Group-scaled rows (kernels.h GroupGemmI8) at 512 bits in the AVX-512
+// sets: one token (the decode step) eight rows at a time, batches of
+// tokens (prompts) four rows at a time sharing each row's codes.
 //
 // A step here is 64 code bytes, 256 weights: two PQ2_0 blocks, or four
 // Q2_0 blocks, one per 128-bit lane. The activations are laid out as
 // avx2_group.h's planes, two of its steps side by side, so plane k of a
-// step is one 64-byte load against the codes' bits 2k. Four rows go through
-// a step together, each plane load serving all of them; the four rows'
-// lane sums are reduced to [row 0..3] per 128-bit lane (a group of Q2_0, or
-// half a group of PQ2_0), and each group's digits are combined and scaled
-// straight away in double lanes, one per row, in increasing group order,
-// so the bits are the scalar set's (kernels.h) and no sums go to memory.
+// step is one 64-byte load against the codes' bits 2k. In the decode
+// kernel eight rows go through a step together, each plane load serving
+// all of them; their lane sums are reduced to one int32 per (group, row)
+// and each group's digits are combined and scaled straight away, eight
+// rows in one register of doubles, in increasing group order, so the bits
+// are the scalar set's (kernels.h) and no sums go to memory. Eight rows
+// rather than four halve the reduction and scaling per row, which cost as
+// much as the products; the scales are read with scalar loads, which beat
+// a gather (docs/PERFORMANCE.md, "Kernels").
 //
 // Exactness: an int32 lane sums 16 products of a code (at most 3) and a
 // byte, a group's sum of one digit is at most 2 * 127 * 128 in magnitude,
@@ -70,21 +73,6 @@ inline __m512i reduce_rows4(const __m512i a[4]) {
   return _mm512_add_epi32(_mm512_unpacklo_epi64(s01, s23), _mm512_unpackhi_epi64(s01, s23));
 }
 
-// The fp16 scales of two groups (g, g + 1) of four rows, one gather of the
-// dwords that start their blocks: idx holds row rr's offsets of the two
-// blocks (rr * rb and rr * rb + bb), base points at group g of row 0; `two`
-// false: g + 1 is past the row, not read (its lanes are zero). Out:
-// [g: rows 0..3], [g + 1: rows 0..3] as doubles.
-inline void group_scales8(const uint8_t* base, __m256i idx, bool two, __m256d& d0, __m256d& d1) {
-  const __m256i mask = _mm256_setr_epi32(-1, -1, -1, -1, -int(two), -int(two), -int(two), -int(two));
-  const __m256i dw = _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), (const int*)base, idx, mask, 1);
-  // Each lane's four low halves to its low 8 bytes.
-  const __m256i h = _mm256_shuffle_epi8(dw, _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1,
-                                                             0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1));
-  d0 = _mm256_cvtps_pd(_mm_cvtph_ps(_mm256_castsi256_si128(h)));
-  d1 = _mm256_cvtps_pd(_mm_cvtph_ps(_mm256_extracti128_si256(h, 1)));
-}
-
 // Lays out one token's ND digit vectors: [ND][steps][4][64] planes, and
 // each group's sum of x per digit.
 template <int ND>
@@ -111,14 +99,51 @@ void group_planes512(const int8_t* xq, int64_t K, int group, int64_t steps, int8
   }
 }
 
-// One token of ND digit vectors: y[r] for r in [r0, r1). The digits are
-// combined per int32 lane before the lanes are summed (255 a + b: at most
-// 255 * 16 * 3 * 128 < 2^21 per lane for ND <= 2, so a group's eight lanes
-// stay exact in int32); a third digit is combined in double.
+constexpr int kGroupGemvRows = 8;
+
+// Eight rows' lane sums (a[rr]: 16 int32 of row rr, 128-bit lane j the
+// sums of group j of a Q2_0 step or half of group j / 2 of a PQ2_0 one)
+// -> out[j] = group j's eight row sums in row order, j < 4 (Q2_0) or 2.
+template <bool Q2>
+inline void reduce_rows8(const __m512i a[8], __m256i out[4]) {
+  const __m512i X = reduce_rows4(a), Y = reduce_rows4(a + 4);  // lane j: [row 0..3], [row 4..7]
+  // [X.lane j, Y.lane j] for j = 0, 1 and for j = 2, 3.
+  const __m512i j01 = _mm512_permutex2var_epi32(X, _mm512_setr_epi32(0, 1, 2, 3, 16, 17, 18, 19, 4, 5, 6, 7, 20, 21, 22, 23), Y);
+  const __m512i j23 =
+      _mm512_permutex2var_epi32(X, _mm512_setr_epi32(8, 9, 10, 11, 24, 25, 26, 27, 12, 13, 14, 15, 28, 29, 30, 31), Y);
+  if constexpr (Q2) {
+    out[0] = _mm512_castsi512_si256(j01);
+    out[1] = _mm512_extracti64x4_epi64(j01, 1);
+    out[2] = _mm512_castsi512_si256(j23);
+    out[3] = _mm512_extracti64x4_epi64(j23, 1);
+  } else {  // PQ2_0: group 0 is lanes 0 and 1, group 1 lanes 2 and 3
+    out[0] = _mm256_add_epi32(_mm512_castsi512_si256(j01), _mm512_extracti64x4_epi64(j01, 1));
+    out[1] = _mm256_add_epi32(_mm512_castsi512_si256(j23), _mm512_extracti64x4_epi64(j23, 1));
+  }
+}
+
+// Group g's fp16 scales of eight rows as doubles.
+inline __m512d group_scales_rows8(const uint8_t* const rows[8], int64_t at) {
+  __m128i h = _mm_setzero_si128();
+  for (int rr = 0; rr < 8; ++rr) {
+    uint16_t d;
+    std::memcpy(&d, rows[rr] + at, 2);
+    h = _mm_insert_epi16(h, short(d), rr);
+  }
+  return _mm512_cvtps_pd(_mm256_cvtph_ps(h));
+}
+
+// One token of ND digit vectors: y[r] for r in [r0, r1), eight rows at a
+// time (a last block short of eight repeats its last row and stores only
+// its own). The digits are combined per int32 lane before the lanes are
+// summed (255 a + b: at most 255 * 16 * 3 * 128 < 2^21 per lane for ND <=
+// 2, so a group's eight lanes stay exact in int32); a third digit is
+// reduced apart and combined in double.
 template <class Dot, int ND, bool Q2>
 void group_gemv_i8_avx512(const GroupMatrix& w, const int8_t* xq, float xscale, float* y, int64_t r0, int64_t r1) {
   constexpr int per_step = Q2 ? 4 : 2;  // groups in a step
   constexpr int NL = ND == 3 ? 2 : 1;   // lane sums kept apart until double
+  constexpr int R = kGroupGemvRows;
   const int64_t K = w.cols, G = w.groups(), steps = (K + kGroupStep512 - 1) / kGroupStep512;
   const int64_t bb = group_block_bytes(w.group), rb = G * bb, vstride = steps * kGroupStep512;
   const GroupToken tok = group_token_scratch(ND, vstride, G);
@@ -128,25 +153,20 @@ void group_gemv_i8_avx512(const GroupMatrix& w, const int8_t* xq, float xscale, 
   const double* xnum = tok.xnum;
   const __m512i m3 = _mm512_set1_epi8(3);
   const float inv = 1.0f / xscale;
-  for (int64_t rb0 = r0; rb0 < r1; rb0 += kGroupRows) {
-    const int nrows = int(std::min<int64_t>(kGroupRows, r1 - rb0));
-    const uint8_t* rows[4];
-    for (int rr = 0; rr < 4; ++rr) rows[rr] = w.data + (rb0 + std::min(rr, nrows - 1)) * rb;
-    // Offsets of the blocks whose scales one gather reads, from row 0's.
-    int32_t off[4];
-    for (int rr = 0; rr < 4; ++rr) off[rr] = int32_t(rows[rr] - rows[0]);
-    const __m256i idx = _mm256_setr_epi32(off[0], off[1], off[2], off[3], off[0] + int32_t(bb), off[1] + int32_t(bb),
-                                          off[2] + int32_t(bb), off[3] + int32_t(bb));
-    __m256d acc = _mm256_setzero_pd();
+  for (int64_t rb0 = r0; rb0 < r1; rb0 += R) {
+    const int nrows = int(std::min<int64_t>(R, r1 - rb0));
+    const uint8_t* rows[R];
+    for (int rr = 0; rr < R; ++rr) rows[rr] = w.data + (rb0 + std::min(rr, nrows - 1)) * rb;
+    __m512d acc = _mm512_setzero_pd();  // [row 0..7]
     for (int64_t s = 0; s < steps; ++s) {
       __m512i p[ND][4];
       for (int v = 0; v < ND; ++v)
         for (int k = 0; k < 4; ++k)
           p[v][k] = _mm512_loadu_si512((const void*)(planes + v * vstride + s * kGroupStep512 + 64 * k));
-      __m512i a[NL][4];
-      for (int rr = 0; rr < 4; ++rr) {
+      __m512i a[NL][R];
+      for (int rr = 0; rr < R; ++rr) {
         // The block's rows lie back to back: one prefetch stream ahead of them.
-        prefetch_tile_linear(w.data + rb0 * rb, rb, kGroupRows, rr, s * per_step * bb);
+        prefetch_tile_linear(w.data + rb0 * rb, rb, R, rr, s * per_step * bb);
         const __m512i codes = group_step_codes512(rows[rr], s, G, Q2);
         const __m512i c[4] = {_mm512_and_si512(codes, m3), _mm512_and_si512(_mm512_srli_epi16(codes, 2), m3),
                               _mm512_and_si512(_mm512_srli_epi16(codes, 4), m3),
@@ -163,36 +183,20 @@ void group_gemv_i8_avx512(const GroupMatrix& w, const int8_t* xq, float xscale, 
           if constexpr (NL == 2) a[1][rr] = t[2];
         }
       }
-      __m512i r[NL];
-      for (int l = 0; l < NL; ++l) {
-        r[l] = reduce_rows4(a[l]);
-        // PQ2_0: a group is two lanes; their sum lands in lanes 0 and 2.
-        if constexpr (!Q2) r[l] = _mm512_add_epi32(r[l], _mm512_shuffle_i32x4(r[l], r[l], _MM_SHUFFLE(2, 3, 0, 1)));
-      }
-      __m128i lanes[NL][4];
-      for (int l = 0; l < NL; ++l) {
-        lanes[l][0] = _mm512_castsi512_si128(r[l]);
-        lanes[l][1] = _mm512_extracti32x4_epi32(r[l], 1);
-        lanes[l][2] = _mm512_extracti32x4_epi32(r[l], 2);
-        lanes[l][3] = _mm512_extracti32x4_epi32(r[l], 3);
-      }
+      __m256i g[NL][4];
+      for (int l = 0; l < NL; ++l) reduce_rows8<Q2>(a[l], g[l]);
       const int64_t g0 = s * per_step;
-      const int n_here = int(std::min<int64_t>(per_step, G - g0));
-      __m256d d[4];
-      group_scales8(rows[0] + g0 * bb, idx, n_here > 1, d[0], d[1]);
-      if constexpr (Q2)
-        if (n_here > 2) group_scales8(rows[0] + (g0 + 2) * bb, idx, n_here > 3, d[2], d[3]);
-      for (int j = 0; j < n_here; ++j) {
-        const int lane = Q2 ? j : 2 * j;
-        __m256d num = _mm256_cvtepi32_pd(lanes[0][lane]);
-        if constexpr (NL == 2) num = _mm256_fmadd_pd(num, _mm256_set1_pd(255.0), _mm256_cvtepi32_pd(lanes[1][lane]));
+      for (int j = 0; j < per_step; ++j) {
+        if (g0 + j >= G) break;
+        __m512d num = _mm512_cvtepi32_pd(g[0][j]);
+        if constexpr (NL == 2) num = _mm512_fmadd_pd(num, _mm512_set1_pd(255.0), _mm512_cvtepi32_pd(g[1][j]));
         // The exact integer group sum: less the codes' +1 times the group's x.
-        num = _mm256_sub_pd(num, _mm256_set1_pd(xnum[g0 + j]));
-        acc = _mm256_fmadd_pd(num, d[j], acc);
+        num = _mm512_sub_pd(num, _mm512_set1_pd(xnum[g0 + j]));
+        acc = _mm512_fmadd_pd(num, group_scales_rows8(rows, (g0 + j) * bb), acc);
       }
     }
-    alignas(16) float out[4];
-    _mm_store_ps(out, _mm_mul_ps(_mm256_cvtpd_ps(acc), _mm_set1_ps(inv)));
+    alignas(32) float out[R];
+    _mm256_store_ps(out, _mm256_mul_ps(_mm512_cvtpd_ps(acc), _mm256_set1_ps(inv)));
     for (int rr = 0; rr < nrows; ++rr) y[rb0 + rr] = out[rr];
   }
 }

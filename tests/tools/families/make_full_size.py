@@ -150,7 +150,11 @@ def main():
             norm(p + spec.sub_norms[1], F)
         linear(p + "mlp.down_proj.weight", D, F, 0.05)
     norm("model.norm.weight", D)
-    if not spec.tied:
+    if not spec.tied and spec.group_embedding:  # Bonsai 8B: its untied head is group-ternary too
+        spec.linear, keep = "groupternary", spec.linear
+        linear("lm_head.weight", V, D, 0.05)
+        spec.linear = keep
+    elif not spec.tied:
         normal("lm_head.weight", V, D, 0.05)
 
     header, offset = {"__metadata__": {"format": "pt"}}, 0
