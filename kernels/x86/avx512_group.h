@@ -1,6 +1,7 @@
 // Group-scaled rows (kernels.h GroupGemmI8) at 512 bits in the AVX-512
-// sets: one token (the decode step) eight rows at a time, batches of
-// tokens (prompts) four rows at a time sharing each row's codes.
+// sets: one token (the decode step) eight rows at a time, short batches
+// four rows at a time sharing each row's codes; prompts of 16+ tokens in
+// avx512_group_tile.h.
 //
 // A step here is 64 code bytes, 256 weights: two PQ2_0 blocks, or four
 // Q2_0 blocks, one per 128-bit lane. The activations are laid out as
@@ -28,6 +29,7 @@
 #include "../code_layout.h"
 #include "../kernel_sets.h"
 #include "avx2_group.h"
+#include "avx512_group_tile.h"
 #include "prefetch.h"
 #include "tern/quant_group.h"
 
@@ -39,6 +41,7 @@ constexpr int64_t kGroupStep512 = 2 * kGroupStep;  // weights per 64 code bytes
 // vpdpbusd at 512 bits.
 struct GroupDpbusd512 {
   static inline __m512i dot(__m512i acc, __m512i u, __m512i s) { return _mm512_dpbusd_epi32(acc, u, s); }
+  using Tile = TileDpbusd;
 };
 // vpmaddubsw + vpmaddwd (AVX512BW without VNNI): a pair sum is at most
 // 2 * 3 * 128 in magnitude, far inside int16.
@@ -46,6 +49,7 @@ struct GroupMaddubs512 {
   static inline __m512i dot(__m512i acc, __m512i u, __m512i s) {
     return _mm512_add_epi32(acc, _mm512_madd_epi16(_mm512_maddubs_epi16(u, s), _mm512_set1_epi16(1)));
   }
+  using Tile = TileMaddubs;
 };
 
 // Row `row`'s 64 code bytes of step s: blocks 2s, 2s + 1 (PQ2_0) or 4s ..
@@ -271,8 +275,9 @@ void group_batch_i8_avx512(const GroupMatrix& w, const int8_t* xq, int64_t n, co
   }
 }
 
-// The set's entry: one token through the GEMV, batches through the batch
-// kernel, both at 512 bits.
+// The set's entry: one token through the GEMV, prompts of 16+ tokens
+// through the tile (avx512_group_tile.h), the batches between through the
+// four-row batch kernel; all at 512 bits.
 template <class Dot>
 void group_gemm_i8_avx512(const GroupMatrix& w, const int8_t* xq, int64_t n, const int* digits, const float* xscale,
                           float* y, int64_t ldy, int64_t r0, int64_t r1) {
@@ -281,7 +286,8 @@ void group_gemm_i8_avx512(const GroupMatrix& w, const int8_t* xq, int64_t n, con
         group_gemv_i8_avx512<Dot, decltype(nd)::value, decltype(q2)::value>(w, xq, xscale[0], y, r0, r1);
       }))
     return;
-  if (w.group == 64) group_batch_i8_avx512<Dot, true>(w, xq, n, digits, xscale, y, ldy, r0, r1);
+  if (n >= kGroupTileMinTokens) group_tile_i8<typename Dot::Tile>(w, xq, n, digits, xscale, y, ldy, r0, r1);
+  else if (w.group == 64) group_batch_i8_avx512<Dot, true>(w, xq, n, digits, xscale, y, ldy, r0, r1);
   else group_batch_i8_avx512<Dot, false>(w, xq, n, digits, xscale, y, ldy, r0, r1);
 }
 

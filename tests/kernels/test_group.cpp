@@ -277,6 +277,29 @@ TEST(GroupKernels, EverySetMatchesScalarBitForBit) {
   EXPECT_GE(ran, 6);
 }
 
+// Prompt batches (16+ tokens: the tiled kernels, which block rows by 32)
+// over 70 rows split at 16 and 48, as the thread pool splits them, and
+// numbers of int8 vectors that are not a multiple of a pass's six.
+TEST(GroupKernels, PromptBatchesMatchScalarBitForBit) {
+  const std::pair<gguf::TensorType, int64_t> shapes[] = {
+      {gguf::TensorType::PQ2_0, 128}, {gguf::TensorType::PQ2_0, 1152}, {gguf::TensorType::Q2_0, 64},
+      {gguf::TensorType::Q2_0, 1088}};
+  const int64_t M = 70;
+  for (const auto& [type, cols] : shapes)
+    for (int64_t n : {16, 23}) {
+      const Group g = make_group(type, M, cols, uint32_t(cols + n));
+      const Acts a = make_acts(n, cols, uint32_t(n));
+      std::vector<float> want(size_t(n * M)), got(size_t(n * M), -1.0f);
+      scalar_kernels().group_gemm_i8(g.m, a.q.data(), n, a.digits.data(), a.scale.data(), want.data(), M, 0, M);
+      for (const KernelSet* k : all_kernel_sets()) {
+        if (!k->available(cpu_features())) continue;
+        for (auto [r0, r1] : {std::pair<int64_t, int64_t>{0, 16}, {16, 48}, {48, M}})
+          group_gemm_i8_of(*k)(g.m, a.q.data(), n, a.digits.data(), a.scale.data(), got.data(), M, r0, r1);
+        EXPECT_EQ(got, want) << k->name << " " << gguf::traits(type).name << " " << cols << " tokens " << n;
+      }
+    }
+}
+
 // The largest sums the format allows: every code 3 (+2d) against digits of
 // +-127, so every int32 lane and every group sum is at its bound.
 TEST(GroupKernels, ExtremeCodesAndDigitsStayExact) {
@@ -299,17 +322,21 @@ TEST(GroupKernels, ExtremeCodesAndDigitsStayExact) {
           EXPECT_EQ(got, want) << k->name << " " << gguf::traits(type).name << " digits " << nd;
         }
       }
-    // The same as a batch (the prompt kernels): tokens of 1, 2 and 3 digits.
-    const int digits[3] = {1, 2, 3};
-    const float scales[3] = {1.0f, 1.0f, 1.0f};
-    std::vector<int8_t> q(size_t(6 * cols));
-    for (size_t j = 0; j < q.size(); ++j) q[j] = int8_t(j / cols % 2 ? -127 : 127);
-    std::vector<float> want(3 * rows), got(3 * rows, -1.0f);
-    scalar_kernels().group_gemm_i8(g.m, q.data(), 3, digits, scales, want.data(), rows, 0, rows);
-    for (const KernelSet* k : all_kernel_sets()) {
-      if (!k->available(cpu_features())) continue;
-      group_gemm_i8_of(*k)(g.m, q.data(), 3, digits, scales, got.data(), rows, 0, rows);
-      EXPECT_EQ(got, want) << k->name << " " << gguf::traits(type).name << " batch";
+    // The same as batches (the prompt kernels, short and tiled): tokens of
+    // 1, 2 and 3 digits.
+    for (int n : {3, 18}) {
+      std::vector<int> digits;
+      for (int i = 0; i < n; ++i) digits.push_back(1 + i % 3);
+      const std::vector<float> scales(size_t(n), 1.0f);
+      std::vector<int8_t> q(size_t(2 * n * cols));
+      for (size_t j = 0; j < q.size(); ++j) q[j] = int8_t(j / cols % 2 ? -127 : 127);
+      std::vector<float> want(size_t(n * rows)), got(size_t(n * rows), -1.0f);
+      scalar_kernels().group_gemm_i8(g.m, q.data(), n, digits.data(), scales.data(), want.data(), rows, 0, rows);
+      for (const KernelSet* k : all_kernel_sets()) {
+        if (!k->available(cpu_features())) continue;
+        group_gemm_i8_of(*k)(g.m, q.data(), n, digits.data(), scales.data(), got.data(), rows, 0, rows);
+        EXPECT_EQ(got, want) << k->name << " " << gguf::traits(type).name << " batch of " << n;
+      }
     }
   }
 }
