@@ -10,6 +10,7 @@
 
 #include "tern/aligned_buffer.h"
 #include "tern/kernels.h"
+#include "tern/thread_pool.h"
 
 namespace benchmark {
 class State;
@@ -53,13 +54,28 @@ struct Rotation {
   const TernaryMatrix& last() const { return mats[(*next + mats.size() - 1) % mats.size()]; }
 };
 
-// Y[n][M] = X[n][K] T^T split as src/model's linears split rows:
-// contiguous row ranges, one per OpenMP thread, each a call of the set's
-// GEMM for `mode` (x read in float mode, q in int8 mode; y or sums
-// written). Returns false if a kernel threw (an exception must not leave
-// the parallel region); *threads_seen, if given, gets the team's size.
+// The engine's thread pool with `threads` threads, one per count, kept for
+// the program's life, so a benchmark's threads are the forward pass's.
+ThreadPool& pool(int threads);
+// f(r0, r1) over the rows [0, rows) in chunks the pool's threads claim,
+// as src/model's linears split rows (row_chunk). False if f threw.
+template <class F>
+bool for_rows(int threads, int64_t rows, F&& f) {
+  ThreadPool& p = pool(threads);
+  const int64_t chunk = row_chunk(rows, p.size());
+  try {
+    p.run([&](int) { p.for_chunks(rows, chunk, f); }, ThreadPool::Split::Claimed);
+  } catch (...) {
+    return false;
+  }
+  return true;
+}
+
+// Y[n][M] = X[n][K] T^T over `threads` threads as for_rows splits it, each
+// chunk a call of the set's GEMM for `mode` (x read in float mode, q in
+// int8 mode; y or sums written). Returns false if a kernel threw.
 bool split_rows(const KernelSet& set, ActMode mode, const TernaryMatrix& w, const float* x, const int8_t* q,
-                int64_t n, float* y, int32_t* sums, int threads, int* threads_seen = nullptr);
+                int64_t n, float* y, int32_t* sums, int threads);
 
 // Random ternary weights [M x K] of `type` (fixed seed), in distinct 64-byte
 // aligned allocations, each prepared by set.prepare if the set has one. Copies are
@@ -72,8 +88,8 @@ void release_matrices();
 // The read roof: a buffer of about cold_bytes(), read kRoofSlices-th at a
 // time in rotation (so every slice is evicted before it comes round again,
 // and a 0.1 s run still gets several iterations), summed with the widest
-// vector loads the CPU has over contiguous ranges on `threads` OpenMP
-// threads. `isa` names the code path.
+// vector loads the CPU has over contiguous ranges, one per thread of
+// pool(threads). `isa` names the code path.
 constexpr int kRoofSlices = 16;
 struct RoofBuffer {
   const uint8_t* data = nullptr;

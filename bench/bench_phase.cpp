@@ -15,7 +15,6 @@
 // totalling 4 x L3 and are each paired with a plain read of as many bytes
 // (pct_roof), as in bench_kernels.cpp.
 #include <benchmark/benchmark.h>
-#include <omp.h>
 
 #include <atomic>
 #include <chrono>
@@ -83,8 +82,8 @@ struct Timing {
 };
 
 // Each iteration: advance() picks the matrix (the least recently used copy
-// when cold), then call(r0, r1) runs on `threads` OpenMP threads over
-// contiguous row ranges; a cold call is followed by a paired roof read of
+// when cold), then call(r0, r1) runs on the chunks of rows `threads`
+// threads of the engine's pool claim (for_rows); a cold call is followed by a paired roof read of
 // as many bytes.
 template <class Advance, class Call>
 Timing run_loop(benchmark::State& st, int threads, bool cold, int64_t rows, int64_t bytes, Advance advance,
@@ -96,18 +95,8 @@ Timing run_loop(benchmark::State& st, int threads, bool cold, int64_t rows, int6
   static size_t roof_at = 0;
   for (auto _ : st) {
     advance();
-    std::atomic<bool> ok{true};
     const auto t0 = clock_type::now();
-#pragma omp parallel num_threads(threads)
-    {
-      const int nt = omp_get_num_threads(), id = omp_get_thread_num();
-      const int64_t r0 = rows * id / nt, r1 = rows * (id + 1) / nt;
-      try {  // an exception must not leave the parallel region
-        if (r0 < r1) call(r0, r1);
-      } catch (...) {
-        ok.store(false);
-      }
-    }
+    const bool ok = for_rows(threads, rows, call);
     benchmark::ClobberMemory();
     const auto t1 = clock_type::now();
     if (cold && span > 0) {
@@ -118,7 +107,7 @@ Timing run_loop(benchmark::State& st, int threads, bool cold, int64_t rows, int6
     const double dt = std::chrono::duration<double>(t1 - t0).count();
     t.kernel_s += dt;
     st.SetIterationTime(dt);
-    t.ok = t.ok && ok.load();
+    t.ok = t.ok && ok;
   }
   return t;
 }

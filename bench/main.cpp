@@ -22,7 +22,7 @@ void bm_roof(benchmark::State& st, int threads) {
   const char* isa = "";
   // Persistent, like the cold GEMV rotation: Google Benchmark calls this
   // function several times, and each call must go on with the least recently
-  // read slice. The untimed call starts the OpenMP threads on the slice the
+  // read slice. The untimed call starts the pool's threads on the slice the
   // rotation reaches last.
   static int slice = 0;
   read_slice(b, (slice + kRoofSlices - 1) % kRoofSlices, threads, &isa);

@@ -2,13 +2,13 @@
 // distinct copies whose total exceeds 4 x L3, so each call finds its matrix
 // evicted; the copies differ in content (random blocks negated) so no layer
 // below us (KSM on a VM host, say) can merge them into one physical copy.
-#include <omp.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -242,25 +242,19 @@ void release_matrices() {
   g_raw = RawSet{};
 }
 
+ThreadPool& pool(int threads) {
+  static std::map<int, std::unique_ptr<ThreadPool>> pools;
+  auto& p = pools[threads];
+  if (!p) p = std::make_unique<ThreadPool>(threads);
+  return *p;
+}
+
 bool split_rows(const KernelSet& set, ActMode mode, const TernaryMatrix& w, const float* x, const int8_t* q,
-                int64_t n, float* y, int32_t* sums, int threads, int* threads_seen) {
-  std::atomic<bool> ok{true};
-  const int64_t M = w.rows;
-#pragma omp parallel num_threads(threads)
-  {
-    const int nt = omp_get_num_threads(), t = omp_get_thread_num();
-    if (t == 0 && threads_seen) *threads_seen = nt;
-    const int64_t r0 = M * t / nt, r1 = M * (t + 1) / nt;
-    if (r0 < r1) {
-      try {
-        if (mode == ActMode::Float) set.gemm_f32(w, x, n, y, r0, r1);
-        else set.gemm_i8(w, q, n, sums, r0, r1);
-      } catch (...) {
-        ok.store(false);
-      }
-    }
-  }
-  return ok.load();
+                int64_t n, float* y, int32_t* sums, int threads) {
+  return for_rows(threads, w.rows, [&](int64_t r0, int64_t r1) {
+    if (mode == ActMode::Float) set.gemm_f32(w, x, n, y, r0, r1);
+    else set.gemm_i8(w, q, n, sums, r0, r1);
+  });
 }
 
 }  // namespace tern::bench

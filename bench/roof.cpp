@@ -5,7 +5,6 @@
 // is on transparent huge pages (as the repacked weight layouts are) and the
 // loop prefetches ahead; either one alone left 10-15% of the bandwidth
 // unused on one core.
-#include <omp.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -47,13 +46,15 @@ void release_roof_buffer() {
 uint64_t read_range(const RoofBuffer& b, size_t offset, size_t bytes, int threads) {
   const size_t chunks = bytes / kChunk;
   const uint8_t* base = b.data + offset / kChunk * kChunk;
+  std::vector<uint64_t> part(static_cast<size_t>(threads), 0);
+  ThreadPool& p = pool(threads);
+  const size_t nt = size_t(p.size());
+  p.run([&](int t) {
+    const size_t c0 = chunks * size_t(t) / nt, c1 = chunks * size_t(t + 1) / nt;
+    if (c0 < c1) part[size_t(t)] = read_sum(base + c0 * kChunk, (c1 - c0) * kChunk);
+  });
   uint64_t total = 0;
-#pragma omp parallel num_threads(threads) reduction(+ : total)
-  {
-    const size_t nt = size_t(omp_get_num_threads()), t = size_t(omp_get_thread_num());
-    const size_t c0 = chunks * t / nt, c1 = chunks * (t + 1) / nt;
-    if (c0 < c1) total += read_sum(base + c0 * kChunk, (c1 - c0) * kChunk);
-  }
+  for (uint64_t v : part) total += v;
   return total;
 }
 

@@ -2,8 +2,9 @@
 //   float mode: y[r]    = row_scale[r] * sum_k T[r][k] * x[k]
 //   int8 mode:  sums[r] = sum_k T[r][k] * q[k]          (exact int32)
 // over a row range [r0, r1), single-threaded; the caller splits rows among
-// threads. A kernel set is chosen once at start-up (CPUID/XCR0), or forced
-// with --kernel / TERN_KERNEL; `scalar` is always built and is the oracle.
+// threads. Each model chooses its kernel set when it loads (select_kernels:
+// the best the CPU's CPUID/XCR0 allow, or the one --kernel / TERN_KERNEL
+// names); `scalar` is always built and is the oracle.
 #pragma once
 #include <cstdint>
 #include <memory>

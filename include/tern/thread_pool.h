@@ -26,6 +26,17 @@
 
 namespace tern {
 
+// Rows per claimed chunk when `threads` threads split `rows` rows: about 4
+// chunks per thread, so a thread slowed by another process leaves a few
+// for the others, in multiples of 16 rows (kernels work on 2 to 32 rows at
+// a time, and a chunk should cover whole cache lines of scales and
+// outputs); one chunk when alone. Every chunk costs a claim and a cold
+// start of its prefetch stream: two-thread decode on Zen 5 was faster with
+// 4 per thread than with 16 (git show d2934d8:docs/PERFORMANCE.md,
+// "Threads on Zen 5"). The forward pass and the kernel benchmarks split
+// rows with it.
+int64_t row_chunk(int64_t rows, int threads);
+
 class ThreadPool {
  public:
   // `threads` threads in all (the caller of run() is one of them); 0 means

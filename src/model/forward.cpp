@@ -36,22 +36,6 @@ void store(gguf::TensorType type, uint8_t* dst, size_t dst_step, const float* sr
   else each([](float v) { return f32_to_bf16_rne(v); });
 }
 
-// Rows per claimed chunk: about 4 chunks per thread, so a thread slowed by
-// another process leaves a few chunks for the others to take, in multiples
-// of 16 rows (kernels work on 2 or 4 rows at a time, and a chunk should
-// cover whole cache lines of scales and outputs); one chunk when alone.
-// Every chunk costs a claim and a cold start of its prefetch stream: on
-// Zen 5, two-thread decode made 1.03-1.18x (median 1.07) with 4 per thread
-// than with 16 in alternated rounds, prompts the same within the noise,
-// and beside a busy loop the two were alike (git show d2934d8:docs/PERFORMANCE.md,
-// "Threads on Zen 5").
-constexpr int64_t kChunksPerThread = 4;
-int64_t row_chunk(int64_t rows, int threads) {
-  if (threads <= 1) return std::max(rows, int64_t(1));
-  const int64_t want = (rows + kChunksPerThread * threads - 1) / (kChunksPerThread * threads);
-  return std::max(int64_t(16), (want + 15) / 16 * 16);
-}
-
 // The products' rows one after another, in chunks claimed by the pool's
 // threads (a thread whose core is shared with another process takes
 // fewer): fn(product, first, r0, r1) for each product's rows [r0, r1) in a

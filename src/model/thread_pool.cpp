@@ -84,6 +84,13 @@ int ThreadPool::quota_cpus(const std::string& cpu_max) {
   return int(std::max<long long>(1, (quota + period - 1) / period));
 }
 
+int64_t row_chunk(int64_t rows, int threads) {
+  constexpr int64_t kChunksPerThread = 4;
+  if (threads <= 1) return std::max(rows, int64_t(1));
+  const int64_t want = (rows + kChunksPerThread * threads - 1) / (kChunksPerThread * threads);
+  return std::max(int64_t(16), (want + 15) / 16 * 16);
+}
+
 int ThreadPool::available_cpus() {
   int n = 0;
   cpu_set_t set;
