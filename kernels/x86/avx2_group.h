@@ -200,6 +200,16 @@ inline bool group_decode(const GroupMatrix& w, int64_t n, const int* digits, F&&
   return true;
 }
 
+// The fp16 scales at rows[0..7] + at as one vector. Scalar loads: a gather
+// of them was slower (avx512_group.h); the lanes are set with constant
+// indices, as clang requires of vpinsrw.
+inline __m128i group_scales8_fp16(const uint8_t* const* rows, int64_t at) {
+  uint16_t h[8];
+  for (int rr = 0; rr < 8; ++rr) std::memcpy(&h[rr], rows[rr] + at, 2);
+  return _mm_setr_epi16(short(h[0]), short(h[1]), short(h[2]), short(h[3]), short(h[4]), short(h[5]), short(h[6]),
+                        short(h[7]));
+}
+
 // A block of four rows' scales: D[g][row] as doubles.
 inline void group_block_scales(const uint8_t* const rows[4], int64_t G, int64_t bb, double* D) {
   for (int64_t g = 0; g < G; ++g) {

@@ -18,6 +18,7 @@
 #include "../code_layout.h"
 #include "../kernel_sets.h"
 #include "avx2_group.h"
+#include "avx2_group_tile.h"
 #include "prefetch.h"
 
 namespace tern::kernels_detail {
@@ -96,16 +97,19 @@ void group_gemv_i8_avx2(const GroupMatrix& w, const int8_t* xq, float xscale, fl
   }
 }
 
-// The AVX2 sets' entry: one token through the GEMV, anything else through
-// the batch kernel.
+// The AVX2 sets' entry: one token through the GEMV, prompts of 16+
+// tokens through the tile (avx2_group_tile.h), the batches between
+// through the four-row batch kernel.
 template <class Dot, int NV = 1>
 void group_gemm_i8_avx2_sets(const GroupMatrix& w, const int8_t* xq, int64_t n, const int* digits,
                              const float* xscale, float* y, int64_t ldy, int64_t r0, int64_t r1) {
   check_group_call(w, n, ldy, r0, r1);
-  if (!group_decode(w, n, digits, [&](auto nd, auto q2) {
+  if (group_decode(w, n, digits, [&](auto nd, auto q2) {
         group_gemv_i8_avx2<Dot, decltype(nd)::value, decltype(q2)::value>(w, xq, xscale[0], y, r0, r1);
       }))
-    group_gemm_i8_avx2<Dot, NV>(w, xq, n, digits, xscale, y, ldy, r0, r1);
+    return;
+  if (n >= kGroupTile2MinTokens) group_tile2_i8<typename Tile2Of<Dot>::type>(w, xq, n, digits, xscale, y, ldy, r0, r1);
+  else group_gemm_i8_avx2<Dot, NV>(w, xq, n, digits, xscale, y, ldy, r0, r1);
 }
 
 }  // namespace

@@ -128,13 +128,7 @@ inline void reduce_rows8(const __m512i a[8], __m256i out[4]) {
 
 // Group g's fp16 scales of eight rows as doubles.
 inline __m512d group_scales_rows8(const uint8_t* const rows[8], int64_t at) {
-  __m128i h = _mm_setzero_si128();
-  for (int rr = 0; rr < 8; ++rr) {
-    uint16_t d;
-    std::memcpy(&d, rows[rr] + at, 2);
-    h = _mm_insert_epi16(h, short(d), rr);
-  }
-  return _mm512_cvtps_pd(_mm256_cvtph_ps(h));
+  return _mm512_cvtps_pd(_mm256_cvtph_ps(group_scales8_fp16(rows, at)));
 }
 
 // One token of ND digit vectors: y[r] for r in [r0, r1), eight rows at a

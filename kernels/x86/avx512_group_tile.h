@@ -121,15 +121,7 @@ inline void tile_vector1(const int32_t* C, int quads, const int8_t* x, int32_t x
 
 // Group g's scales of the 32 rows as doubles, 8 rows a register.
 inline void tile_scales(const uint8_t* const rows[kGroupTileRows], int64_t at, __m512d D[4]) {
-  for (int h = 0; h < 4; ++h) {
-    __m128i v = _mm_setzero_si128();
-    for (int rr = 0; rr < 8; ++rr) {
-      uint16_t d;
-      std::memcpy(&d, rows[8 * h + rr] + at, 2);
-      v = _mm_insert_epi16(v, short(d), rr);
-    }
-    D[h] = _mm512_cvtps_pd(_mm256_cvtph_ps(v));
-  }
+  for (int h = 0; h < 4; ++h) D[h] = _mm512_cvtps_pd(_mm256_cvtph_ps(group_scales8_fp16(rows + 8 * h, at)));
 }
 
 // Per token (its digits' sums one after another in S): A[i][32] += the
