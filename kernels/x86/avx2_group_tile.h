@@ -21,6 +21,7 @@
 
 #include "../kernel_sets.h"
 #include "avx2_group.h"
+#include "group_tile_driver.h"
 #include "tern/quant_group.h"
 
 namespace tern::kernels_detail {
@@ -51,7 +52,7 @@ inline void transpose8(__m256i r[8]) {
 
 // One group's codes of 16 rows (their code bytes at rows[rr] + at) into C
 // [quads][16]: each code byte b spread to bytes (b & 3, b >> 2 & 3, ...).
-inline void tile2_codes(const uint8_t* const rows[kGroupTile2Rows], int64_t at, int quads, int32_t* C) {
+inline void tile2_codes(const uint8_t* const* rows, int64_t at, int quads, int32_t* C) {
   const __m256i m = _mm256_set1_epi32(0x03030303);
   for (int h = 0; h < 2; ++h)
     for (int q0 = 0; q0 < quads; q0 += 8) {
@@ -147,7 +148,7 @@ inline void tile2_vector1(const int32_t* C, int quads, const int8_t* x, int32_t 
 }
 
 // Group g's scales of the 16 rows as doubles, 4 rows a register.
-inline void tile2_scales(const uint8_t* const rows[kGroupTile2Rows], int64_t at, __m256d D[4]) {
+inline void tile2_scales(const uint8_t* const* rows, int64_t at, __m256d D[4]) {
   for (int h = 0; h < 2; ++h) {
     const __m256 f = _mm256_cvtph_ps(group_scales8_fp16(rows + 8 * h, at));
     D[2 * h] = _mm256_cvtps_pd(_mm256_castps256_ps128(f));
@@ -172,46 +173,34 @@ inline void tile2_scale_tokens(const int32_t* S, const __m256d D[4], int64_t n, 
   }
 }
 
+// The tile at 256 bits for group_tile_run.
+template <class Acc>
+struct GroupTile256 {
+  static constexpr int kRows = kGroupTile2Rows, kVectors = 4;
+  static void codes(const uint8_t* const* rows, int64_t at, int quads, int32_t* C) { tile2_codes(rows, at, quads, C); }
+  static void vectors(const int32_t* C, int quads, const int8_t* x, int64_t K, const int32_t* xs, int64_t xs_stride,
+                      int32_t* S) {
+    tile2_vectors4<Acc>(C, quads, x, K, xs, xs_stride, S);
+  }
+  static void vector1(const int32_t* C, int quads, const int8_t* x, int32_t xs, int32_t* S) {
+    tile2_vector1<Acc>(C, quads, x, xs, S);
+  }
+  static void scale_group(const uint8_t* const* rows, int64_t at, const int32_t* S, int64_t n, const int* digits,
+                          double* A) {
+    __m256d D[4];
+    tile2_scales(rows, at, D);
+    tile2_scale_tokens(S, D, n, digits, A);
+  }
+  static void store_token(const double* a, float inv, float* out) {
+    for (int h = 0; h < 4; ++h)
+      _mm_store_ps(out + 4 * h, _mm_mul_ps(_mm256_cvtpd_ps(_mm256_loadu_pd(a + 4 * h)), _mm_set1_ps(inv)));
+  }
+};
+
 template <class Acc>
 void group_tile2_i8(const GroupMatrix& w, const int8_t* xq, int64_t n, const int* digits, const float* xscale,
                     float* y, int64_t ldy, int64_t r0, int64_t r1) {
-  constexpr int R = kGroupTile2Rows;
-  const int64_t K = w.cols, G = w.groups(), bb = group_block_bytes(w.group), rb = G * bb;
-  const int quads = w.group / 4;
-  int64_t nq = 0;
-  for (int64_t i = 0; i < n; ++i) nq += digits[i];
-  // Slot 1: [nq][G] each group's sum of x; slot 0: A [n][16] the tokens'
-  // sums in double, C [quads][16] a group's codes, S [nq][16] its sums.
-  int32_t* xsum = reinterpret_cast<int32_t*>(thread_scratch(1, size_t(nq * G) * 4));
-  for (int64_t v = 0; v < nq; ++v)
-    for (int64_t g = 0; g < G; ++g) xsum[v * G + g] = group_byte_sum(xq + v * K + g * w.group, w.group);
-  uint8_t* buf = thread_scratch(0, size_t(n * R) * 8 + size_t((quads + nq) * R) * 4);
-  double* A = reinterpret_cast<double*>(buf);
-  int32_t* C = reinterpret_cast<int32_t*>(buf + n * R * 8);
-  int32_t* S = C + quads * R;
-  for (int64_t rb0 = r0; rb0 < r1; rb0 += R) {
-    const int nrows = int(std::min<int64_t>(R, r1 - rb0));
-    const uint8_t* rows[R];
-    for (int rr = 0; rr < R; ++rr) rows[rr] = w.data + (rb0 + std::min(rr, nrows - 1)) * rb;
-    std::memset(A, 0, size_t(n * R) * 8);
-    for (int64_t g = 0; g < G; ++g) {
-      tile2_codes(rows, g * bb + 2, quads, C);
-      const int8_t* xg = xq + g * w.group;
-      int64_t v = 0;
-      for (; v + 4 <= nq; v += 4) tile2_vectors4<Acc>(C, quads, xg + v * K, K, xsum + v * G + g, G, S + v * R);
-      for (; v < nq; ++v) tile2_vector1<Acc>(C, quads, xg + v * K, xsum[v * G + g], S + v * R);
-      __m256d D[4];
-      tile2_scales(rows, g * bb, D);
-      tile2_scale_tokens(S, D, n, digits, A);
-    }
-    for (int64_t i = 0; i < n; ++i) {
-      alignas(32) float out[R];
-      const __m128 inv = _mm_set1_ps(1.0f / xscale[i]);
-      for (int h = 0; h < 4; ++h)
-        _mm_store_ps(out + 4 * h, _mm_mul_ps(_mm256_cvtpd_ps(_mm256_loadu_pd(A + i * R + 4 * h)), inv));
-      for (int rr = 0; rr < nrows; ++rr) y[i * ldy + rb0 + rr] = out[rr];
-    }
-  }
+  group_tile_run<GroupTile256<Acc>>(w, xq, n, digits, xscale, y, ldy, r0, r1);
 }
 
 }  // namespace

@@ -27,6 +27,7 @@
 #include "../kernel_sets.h"
 #include "avx2_group.h"
 #include "avx512_transpose.h"
+#include "group_tile_driver.h"
 #include "tern/quant_group.h"
 
 namespace tern::kernels_detail {
@@ -38,7 +39,7 @@ constexpr int64_t kGroupTileMinTokens = 16;  // below, the four-row kernel is fa
 
 // One group's codes of 32 rows (its code bytes at rows[rr] + at) into C
 // [quads][32]: each code byte b spread to bytes (b & 3, b >> 2 & 3, ...).
-inline void tile_codes(const uint8_t* const rows[kGroupTileRows], int64_t at, int quads, int32_t* C) {
+inline void tile_codes(const uint8_t* const* rows, int64_t at, int quads, int32_t* C) {
   const __m512i m = _mm512_set1_epi32(0x03030303);
   for (int h = 0; h < 2; ++h)
     for (int q0 = 0; q0 < quads; q0 += 16) {
@@ -120,7 +121,7 @@ inline void tile_vector1(const int32_t* C, int quads, const int8_t* x, int32_t x
 }
 
 // Group g's scales of the 32 rows as doubles, 8 rows a register.
-inline void tile_scales(const uint8_t* const rows[kGroupTileRows], int64_t at, __m512d D[4]) {
+inline void tile_scales(const uint8_t* const* rows, int64_t at, __m512d D[4]) {
   for (int h = 0; h < 4; ++h) D[h] = _mm512_cvtps_pd(_mm256_cvtph_ps(group_scales8_fp16(rows + 8 * h, at)));
 }
 
@@ -141,46 +142,34 @@ inline void tile_scale_tokens(const int32_t* S, const __m512d D[4], int64_t n, c
   }
 }
 
+// The tile at 512 bits for group_tile_run.
+template <class Acc>
+struct GroupTile512 {
+  static constexpr int kRows = kGroupTileRows, kVectors = kGroupTileVectors;
+  static void codes(const uint8_t* const* rows, int64_t at, int quads, int32_t* C) { tile_codes(rows, at, quads, C); }
+  static void vectors(const int32_t* C, int quads, const int8_t* x, int64_t K, const int32_t* xs, int64_t xs_stride,
+                      int32_t* S) {
+    tile_vectors6<Acc>(C, quads, x, K, xs, xs_stride, S);
+  }
+  static void vector1(const int32_t* C, int quads, const int8_t* x, int32_t xs, int32_t* S) {
+    tile_vector1<Acc>(C, quads, x, xs, S);
+  }
+  static void scale_group(const uint8_t* const* rows, int64_t at, const int32_t* S, int64_t n, const int* digits,
+                          double* A) {
+    __m512d D[4];
+    tile_scales(rows, at, D);
+    tile_scale_tokens(S, D, n, digits, A);
+  }
+  static void store_token(const double* a, float inv, float* out) {
+    for (int h = 0; h < 4; ++h)
+      _mm256_store_ps(out + 8 * h, _mm256_mul_ps(_mm512_cvtpd_ps(_mm512_loadu_pd(a + 8 * h)), _mm256_set1_ps(inv)));
+  }
+};
+
 template <class Acc>
 void group_tile_i8(const GroupMatrix& w, const int8_t* xq, int64_t n, const int* digits, const float* xscale,
                    float* y, int64_t ldy, int64_t r0, int64_t r1) {
-  const int64_t K = w.cols, G = w.groups(), bb = group_block_bytes(w.group), rb = G * bb;
-  const int quads = w.group / 4;
-  int64_t nq = 0;
-  for (int64_t i = 0; i < n; ++i) nq += digits[i];
-  // Slot 1: [nq][G] each group's sum of x; slot 0: A [n][32] the tokens'
-  // sums in double, C [quads][32] a group's codes, S [nq][32] its sums.
-  int32_t* xsum = reinterpret_cast<int32_t*>(thread_scratch(1, size_t(nq * G) * 4));
-  for (int64_t v = 0; v < nq; ++v)
-    for (int64_t g = 0; g < G; ++g) xsum[v * G + g] = group_byte_sum(xq + v * K + g * w.group, w.group);
-  uint8_t* buf = thread_scratch(0, size_t(n * kGroupTileRows) * 8 + size_t((quads + nq) * kGroupTileRows) * 4);
-  double* A = reinterpret_cast<double*>(buf);
-  int32_t* C = reinterpret_cast<int32_t*>(buf + n * kGroupTileRows * 8);
-  int32_t* S = C + quads * kGroupTileRows;
-  for (int64_t rb0 = r0; rb0 < r1; rb0 += kGroupTileRows) {
-    const int nrows = int(std::min<int64_t>(kGroupTileRows, r1 - rb0));
-    const uint8_t* rows[kGroupTileRows];
-    for (int rr = 0; rr < kGroupTileRows; ++rr) rows[rr] = w.data + (rb0 + std::min(rr, nrows - 1)) * rb;
-    std::memset(A, 0, size_t(n * kGroupTileRows) * 8);
-    for (int64_t g = 0; g < G; ++g) {
-      tile_codes(rows, g * bb + 2, quads, C);
-      const int8_t* xg = xq + g * w.group;
-      int64_t v = 0;
-      for (; v + kGroupTileVectors <= nq; v += kGroupTileVectors)
-        tile_vectors6<Acc>(C, quads, xg + v * K, K, xsum + v * G + g, G, S + v * kGroupTileRows);
-      for (; v < nq; ++v) tile_vector1<Acc>(C, quads, xg + v * K, xsum[v * G + g], S + v * kGroupTileRows);
-      __m512d D[4];
-      tile_scales(rows, g * bb, D);
-      tile_scale_tokens(S, D, n, digits, A);
-    }
-    for (int64_t i = 0; i < n; ++i) {
-      alignas(32) float out[kGroupTileRows];
-      const __m256 inv = _mm256_set1_ps(1.0f / xscale[i]);
-      for (int h = 0; h < 4; ++h)
-        _mm256_store_ps(out + 8 * h, _mm256_mul_ps(_mm512_cvtpd_ps(_mm512_loadu_pd(A + i * kGroupTileRows + 8 * h)), inv));
-      for (int rr = 0; rr < nrows; ++rr) y[i * ldy + rb0 + rr] = out[rr];
-    }
-  }
+  group_tile_run<GroupTile512<Acc>>(w, xq, n, digits, xscale, y, ldy, r0, r1);
 }
 
 }  // namespace
