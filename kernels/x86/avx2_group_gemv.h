@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 
 #include "../code_layout.h"
 #include "../kernel_sets.h"
@@ -31,12 +32,12 @@ inline __m256i reduce_rows4_256(const __m256i a[4]) {
   return _mm256_add_epi32(_mm256_unpacklo_epi64(s01, s23), _mm256_unpackhi_epi64(s01, s23));
 }
 
-// The four rows' fp16 scales of group g as doubles: one gather of the
-// dwords that start their blocks (idx: each row's offset from row 0's).
-inline __m256d group_scales4(const uint8_t* base, __m128i idx) {
-  const __m128i dw = _mm_i32gather_epi32((const int*)base, idx, 1);
-  const __m128i h = _mm_shuffle_epi8(dw, _mm_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1));
-  return _mm256_cvtps_pd(_mm_cvtph_ps(h));
+// The four rows' fp16 scales of group g (at rows[rr] + at) as doubles;
+// scalar loads, as group_scales8_fp16 says why.
+inline __m256d group_scales4(const uint8_t* const* rows, int64_t at) {
+  uint16_t h[4];
+  for (int rr = 0; rr < 4; ++rr) std::memcpy(&h[rr], rows[rr] + at, 2);
+  return _mm256_cvtps_pd(_mm_cvtph_ps(_mm_setr_epi16(short(h[0]), short(h[1]), short(h[2]), short(h[3]), 0, 0, 0, 0)));
 }
 
 // One token of ND digit vectors: y[r] for r in [r0, r1).
@@ -55,8 +56,6 @@ void group_gemv_i8_avx2(const GroupMatrix& w, const int8_t* xq, float xscale, fl
     const int nrows = int(std::min<int64_t>(kGroupRows, r1 - rb0));
     const uint8_t* rows[4];
     for (int rr = 0; rr < 4; ++rr) rows[rr] = w.data + (rb0 + std::min(rr, nrows - 1)) * rb;
-    const __m128i idx = _mm_setr_epi32(0, int32_t(rows[1] - rows[0]), int32_t(rows[2] - rows[0]),
-                                       int32_t(rows[3] - rows[0]));
     __m256d acc = _mm256_setzero_pd();
     for (int64_t s = 0; s < steps; ++s) {
       __m256i a[NL][4];
@@ -88,7 +87,7 @@ void group_gemv_i8_avx2(const GroupMatrix& w, const int8_t* xq, float xscale, fl
         if constexpr (NL == 2) num = _mm256_fmadd_pd(num, _mm256_set1_pd(255.0), _mm256_cvtepi32_pd(lanes[1][j]));
         // The exact integer group sum: less the codes' +1 times the group's x.
         num = _mm256_sub_pd(num, _mm256_set1_pd(xnum[g0 + j]));
-        acc = _mm256_fmadd_pd(num, group_scales4(rows[0] + (g0 + j) * bb, idx), acc);
+        acc = _mm256_fmadd_pd(num, group_scales4(rows, (g0 + j) * bb), acc);
       }
     }
     alignas(16) float out[4];
