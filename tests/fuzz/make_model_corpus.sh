@@ -2,7 +2,7 @@
 # Seeds of the checkpoint and model fuzzers, from a tiny checkpoint (dim 64,
 # one layer, the 512-piece test tokenizer, F16; its float twin packed with
 # --fairy2i; a dim-256 one with a Q6_K head and embedding; Ternary Bonsai's
-# layout as PTQ1_0 and Q1_0): corpus/safetensors,
+# layout as PQ2_0, Q2_0, PTQ1_0 and Q1_0): corpus/safetensors,
 # corpus/hf_config, corpus/sentencepiece and corpus/model.
 # usage: tests/fuzz/make_model_corpus.sh build/tern
 set -eu
@@ -31,11 +31,13 @@ cp "$tmp/ck/tokenizer.model" "$c/sentencepiece/tiny.model"
 "$tern" pack "$tmp/q6" -o "$c/model/tiny-q6_k-head.gguf" --output-type q6_k --token-embedding-type q6_k >/dev/null
 # Fairy2i: FAIRY2I linears and head, tern.scale.<tensor> per stage.
 "$tern" pack "$tmp/dense" -o "$c/model/tiny-fairy2i.gguf" --fairy2i >/dev/null
-# Group-scaled Ternary Bonsai layouts, PrismML's PTQ1_0 and Q1_0 (their
-# loader converts them to PQ2_0, the group kernels' type), written apart
-# from tern's writer.
+# Group-scaled Ternary Bonsai layouts: tern's PQ2_0 and Q2_0 packs, and
+# PrismML's PTQ1_0 and Q1_0 (the loader converts them to PQ2_0, the group
+# kernels' type), written apart from tern's writer.
 /usr/bin/python3 "$here/../tools/families/make_family_checkpoint.py" "$tmp/bonsai" --family bonsai --seed 3 >/dev/null
-"$tern" pack "$tmp/bonsai" -o "$tmp/bonsai.gguf" --type pq2_0 >/dev/null
+"$tern" pack "$tmp/bonsai" -o "$c/model/bonsai-pq2_0.gguf" --type pq2_0 >/dev/null
+"$tern" pack "$tmp/bonsai" -o "$c/model/bonsai-q2_0.gguf" --type q2_0 >/dev/null
+cp "$c/model/bonsai-pq2_0.gguf" "$tmp/bonsai.gguf"
 /usr/bin/python3 "$here/../tools/gguf_group/convert.py" "$tmp/bonsai.gguf" "$c/model/bonsai-ptq1_0.gguf" ptq1_0
 /usr/bin/python3 "$here/../tools/gguf_group/convert.py" "$tmp/bonsai.gguf" "$tmp/binary.gguf" binarize
 /usr/bin/python3 "$here/../tools/gguf_group/convert.py" "$tmp/binary.gguf" "$c/model/bonsai-q1_0.gguf" q1_0
