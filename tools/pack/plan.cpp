@@ -121,7 +121,10 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 
 }  // namespace
 
-PackInputs load_inputs(const PackOptions& o) {
+namespace {
+
+// The flags and the input folder, before any file is read.
+void check_pack_options(const PackOptions& o) {
   if (o.fairy2i_stages < 0 || o.fairy2i_stages > kMaxPhaseStages)
     throw Error("pack: --fairy2i-stages must be 1 to " + std::to_string(kMaxPhaseStages) + ", not " +
                 std::to_string(o.fairy2i_stages));
@@ -131,13 +134,125 @@ PackInputs load_inputs(const PackOptions& o) {
   struct stat st {};
   if (::stat(o.input_dir.c_str(), &st) != 0) throw file_error(o.input_dir, "no such directory");
   if (!S_ISDIR(st.st_mode)) throw file_error(o.input_dir, "not a directory");
-
-  PackInputs in;
-  in.chunk_floats = std::max<uint64_t>(1, o.chunk_floats);
   for (const auto& t : {o.output_type, o.embedding_type})
     if (t && !is_dense_type(*t))
       throw Error("pack: the head and embedding types are " + dense_type_names() + ", not " +
                   std::string(gguf::traits(*t).name));
+}
+
+// The vocabulary padded to config.json's size and the special ids, as
+// llama.cpp's converter: the tokenizer's own ids first, config.json's
+// where the tokenizer names none.
+void resolve_special_tokens(PackInputs& in, const std::string& dir) {
+  const HfConfig& c = in.cfg;
+  if (c.vocab_size < in.tok.tokens.size())
+    throw file_error(dir + "/config.json", "vocab_size " + std::to_string(c.vocab_size) + " is smaller than the " +
+                                               std::to_string(in.tok.tokens.size()) + " tokens of the tokenizer");
+  in.tok.pad_to(c.vocab_size);
+  auto token = [&](std::optional<uint32_t> cfg_id, int32_t& id, const char* what, bool required) {
+    if (id < 0 && cfg_id) id = static_cast<int32_t>(*cfg_id);
+    if (id < 0 && required)
+      throw file_error(dir, std::string("the tokenizer defines no ") + what + " token (nor does config.json)");
+    if (id >= static_cast<int64_t>(c.vocab_size))
+      throw file_error(dir + "/config.json", std::string(what) + " token id " +
+                                                 std::to_string(id) + " is outside the vocabulary");
+  };
+  token(c.bos_token_id, in.tok.bos, "bos", in.tok.add_bos);
+  token(c.eos_token_id, in.tok.eos, "eos", true);
+  token(std::nullopt, in.tok.unk, "unk", false);
+}
+
+// A packed (uint8, four rows a byte) linear's shape and its one-float
+// scale tensor, which `used` and `dtypes` record.
+void plan_packed(const Expect& e, const PackInputs& in, PlanTensor& t, std::set<std::string>& used,
+                 std::set<std::string>& dtypes) {
+  const StTensor* st_t = t.src;
+  const std::vector<uint64_t> want{t.rows / kPerByte, t.cols};
+  if (t.rows % kPerByte != 0 || st_t->shape != want)
+    throw file_error(st_t->file->path(), "tensor '" + e.src + "' has shape " + st_t->shape_string() + ", expected " +
+                                             dims_string(want) + " (" + dims_string(e.shape) +
+                                             " packed four rows per byte)");
+  const std::string scale_name = e.src + "_scale";
+  t.scale_src = in.ckpt.find(scale_name);
+  if (!t.scale_src)
+    throw file_error(in.ckpt.label(), "missing tensor '" + scale_name + "' (the scale of packed '" + e.src + "')");
+  if (!is_float_dtype(t.scale_src->dtype) || t.scale_src->n_elements() != 1)
+    throw file_error(t.scale_src->file->path(), "tensor '" + scale_name + "' has dtype " + t.scale_src->dtype +
+                                                    " and shape " + t.scale_src->shape_string() +
+                                                    ", expected one float");
+  t.packed_scale = packed_scale(in.ckpt, *t.scale_src, in.cfg.scale_convention);
+  used.insert(scale_name);
+  dtypes.insert(t.scale_src->dtype);
+}
+
+// One expected tensor's plan: its source checked against the shape
+// config.json gives, its stored type and dimensions.
+PlanTensor plan_tensor(const Expect& e, const PackInputs& in, const PackOptions& o, std::set<std::string>& used,
+                       std::set<std::string>& dtypes) {
+  const StTensor* st_t = in.ckpt.find(e.src);
+  if (!st_t) throw file_error(in.ckpt.label(), "missing tensor '" + e.src + "'");
+  PlanTensor t;
+  t.src_name = e.src;
+  t.name = e.name;
+  t.role = e.role;
+  t.src = st_t;
+  t.rows = e.shape.size() == 2 ? e.shape[0] : 1;
+  t.cols = e.shape.back();
+  const bool packed = e.role == Role::Ternary && st_t->dtype == "U8";
+  if (e.role == Role::Phase && (e.shape[0] % 2 || e.shape[1] % 2))
+    throw file_error(st_t->file->path(), "tensor '" + e.src + "' has shape " + dims_string(e.shape) +
+                                             "; Fairy2i splits a linear into complex halves, so both sides must be even");
+  if (packed) {
+    plan_packed(e, in, t, used, dtypes);
+  } else {
+    if (!is_float_dtype(st_t->dtype))
+      throw file_error(st_t->file->path(), "tensor '" + e.src + "' has unsupported dtype " + st_t->dtype);
+    if (st_t->shape != e.shape)
+      throw file_error(st_t->file->path(), "tensor '" + e.src + "' has shape " + st_t->shape_string() +
+                                               ", expected " + dims_string(e.shape) + " (from config.json)");
+  }
+  if (e.role == Role::Ternary) {
+    t.type = o.type;  // analyze() confirms it; the stored width depends on it
+    if (const int group = group_size(o.type); group && t.cols % uint64_t(group) != 0)
+      throw file_error(st_t->file->path(), "tensor '" + e.src + "' rows of " + std::to_string(t.cols) +
+                                               " weights are not whole " + gguf::traits(o.type).name + " groups of " +
+                                               std::to_string(group));
+  }
+  if (e.role == Role::Phase)  // [2 * padded complex columns, real rows, stages]
+    t.dims = {2 * uint64_t(phase_cols(int64_t(t.cols / 2))), t.rows, uint64_t(in.phase_stages)};
+  else
+    t.dims = e.shape.size() == 2 ? std::vector<uint64_t>{t.stored_cols(), t.rows} : std::vector<uint64_t>{t.cols};
+  if (e.permute_heads) t.perm = qk_row_permutation(static_cast<uint32_t>(t.rows), e.permute_heads);
+  used.insert(e.src);
+  dtypes.insert(st_t->dtype);
+  return t;
+}
+
+// How the linears' scales are found: from the packed scale tensors,
+// Fairy2i's phases, BitNet's absmean, or each row's (or, for the group
+// types, each group's) exact magnitude.
+ScaleRule choose_rule(const PackInputs& in, const PackOptions& o, size_t n_packed) {
+  const HfConfig& c = in.cfg;
+  const ScaleRule rule = in.phase_stages ? ScaleRule::Phase
+                         : n_packed      ? ScaleRule::Packed
+                         : (c.is_bitnet() || c.family->latent_weights || o.force_ternarize) ? ScaleRule::Absmean
+                                                                                             : ScaleRule::PerRow;
+  if (!is_group_type(o.type)) return rule;
+  // One scale per tensor would fit a group type only where fp16 holds it
+  // exactly; TQ2_0 keeps such scales exact, so those stay TQ types.
+  if (rule != ScaleRule::PerRow)
+    throw file_error(o.input_dir, std::string("--type ") + gguf::traits(o.type).name +
+                                      " packs float checkpoints whose weights are ternary per group or per row; "
+                                      "this one's are " + scale_rule_name(rule) + ": use tq2_0 or tq1_0");
+  return ScaleRule::PerGroup;
+}
+
+}  // namespace
+
+PackInputs load_inputs(const PackOptions& o) {
+  check_pack_options(o);
+  PackInputs in;
+  in.chunk_floats = std::max<uint64_t>(1, o.chunk_floats);
   in.output_type = o.output_type;
   in.embedding_type = o.embedding_type;
   in.cfg = load_config(o.input_dir + "/config.json");
@@ -154,25 +269,7 @@ PackInputs load_inputs(const PackOptions& o) {
   in.ckpt = Checkpoint::open(o.input_dir);
   in.name = basename_of(o.input_dir);
   const HfConfig& c = in.cfg;
-
-  if (c.vocab_size < in.tok.tokens.size())
-    throw file_error(o.input_dir + "/config.json",
-                     "vocab_size " + std::to_string(c.vocab_size) + " is smaller than the " +
-                         std::to_string(in.tok.tokens.size()) + " tokens of the tokenizer");
-  in.tok.pad_to(c.vocab_size);
-  // As llama.cpp's converter: the tokenizer's own ids first, config.json's
-  // where the tokenizer names none.
-  auto token = [&](std::optional<uint32_t> cfg_id, int32_t& id, const char* what, bool required) {
-    if (id < 0 && cfg_id) id = static_cast<int32_t>(*cfg_id);
-    if (id < 0 && required)
-      throw file_error(o.input_dir, std::string("the tokenizer defines no ") + what + " token (nor does config.json)");
-    if (id >= static_cast<int64_t>(c.vocab_size))
-      throw file_error(o.input_dir + "/config.json", std::string(what) + " token id " +
-                                                         std::to_string(id) + " is outside the vocabulary");
-  };
-  token(c.bos_token_id, in.tok.bos, "bos", in.tok.add_bos);
-  token(c.eos_token_id, in.tok.eos, "eos", true);
-  token(std::nullopt, in.tok.unk, "unk", false);
+  resolve_special_tokens(in, o.input_dir);
 
   in.tied = c.tie_word_embeddings || !in.ckpt.find("lm_head.weight");
   if (in.phase_stages && in.output_type)
@@ -180,91 +277,22 @@ PackInputs load_inputs(const PackOptions& o) {
   if (in.tied && in.output_type && in.embedding_type && *in.output_type != *in.embedding_type)
     throw file_error(o.input_dir, "the embeddings are tied (one tensor is also the head): "
                                   "--output-type and --token-embedding-type must agree");
-  std::set<std::string> used;
-  std::set<std::string> dtypes;
+  std::set<std::string> used, dtypes;
   size_t n_packed = 0, n_linear = 0;
   for (const Expect& e : expected_tensors(c, !in.tied)) {
-    const StTensor* st_t = in.ckpt.find(e.src);
-    if (!st_t) throw file_error(in.ckpt.label(), "missing tensor '" + e.src + "'");
-    PlanTensor t;
-    t.src_name = e.src;
-    t.name = e.name;
-    t.role = e.role;
-    t.src = st_t;
-    t.rows = e.shape.size() == 2 ? e.shape[0] : 1;
-    t.cols = e.shape.back();
-    const bool packed = e.role == Role::Ternary && st_t->dtype == "U8";
-    if (e.role == Role::Phase && (e.shape[0] % 2 || e.shape[1] % 2))
-      throw file_error(st_t->file->path(), "tensor '" + e.src + "' has shape " + dims_string(e.shape) +
-                                               "; Fairy2i splits a linear into complex halves, so both sides must be even");
-    if (packed) {
-      const std::vector<uint64_t> want{t.rows / kPerByte, t.cols};
-      if (t.rows % kPerByte != 0 || st_t->shape != want)
-        throw file_error(st_t->file->path(), "tensor '" + e.src + "' has shape " +
-                                                 st_t->shape_string() + ", expected " +
-                                                 dims_string(want) + " (" +
-                                                 dims_string(e.shape) + " packed four rows per byte)");
-      const std::string scale_name = e.src + "_scale";
-      t.scale_src = in.ckpt.find(scale_name);
-      if (!t.scale_src)
-        throw file_error(in.ckpt.label(), "missing tensor '" + scale_name + "' (the scale of packed '" + e.src + "')");
-      if (!is_float_dtype(t.scale_src->dtype) || t.scale_src->n_elements() != 1)
-        throw file_error(t.scale_src->file->path(), "tensor '" + scale_name + "' has dtype " +
-                                                        t.scale_src->dtype + " and shape " +
-                                                        t.scale_src->shape_string() + ", expected one float");
-      t.packed_scale = packed_scale(in.ckpt, *t.scale_src, c.scale_convention);
-      used.insert(scale_name);
-      dtypes.insert(t.scale_src->dtype);
-    } else {
-      if (!is_float_dtype(st_t->dtype))
-        throw file_error(st_t->file->path(),
-                         "tensor '" + e.src + "' has unsupported dtype " + st_t->dtype);
-      if (st_t->shape != e.shape)
-        throw file_error(st_t->file->path(), "tensor '" + e.src + "' has shape " +
-                                                 st_t->shape_string() + ", expected " +
-                                                 dims_string(e.shape) + " (from config.json)");
-    }
-    if (e.role == Role::Ternary) {
-      ++n_linear, n_packed += packed;
-      t.type = o.type;  // analyze() confirms it; the stored width depends on it
-      if (const int group = group_size(o.type); group && t.cols % uint64_t(group) != 0)
-        throw file_error(st_t->file->path(), "tensor '" + e.src + "' rows of " + std::to_string(t.cols) +
-                                                 " weights are not whole " + gguf::traits(o.type).name +
-                                                 " groups of " + std::to_string(group));
-    }
-    if (e.role == Role::Phase)  // [2 * padded complex columns, real rows, stages]
-      t.dims = {2 * uint64_t(phase_cols(int64_t(t.cols / 2))), t.rows, uint64_t(in.phase_stages)};
-    else
-      t.dims = e.shape.size() == 2 ? std::vector<uint64_t>{t.stored_cols(), t.rows}
-                                   : std::vector<uint64_t>{t.cols};
-    if (e.permute_heads) t.perm = qk_row_permutation(static_cast<uint32_t>(t.rows), e.permute_heads);
-    used.insert(e.src);
-    dtypes.insert(st_t->dtype);
-    in.tensors.push_back(std::move(t));
+    in.tensors.push_back(plan_tensor(e, in, o, used, dtypes));
+    if (e.role == Role::Ternary) ++n_linear, n_packed += in.tensors.back().src->dtype == "U8";
   }
   if (n_packed != 0 && n_packed != n_linear)
-    throw file_error(in.ckpt.label(), "mixes packed uint8 and float linear weights (" +
-                                          std::to_string(n_packed) + " of " +
-                                          std::to_string(n_linear) + " packed)");
-  in.rule = in.phase_stages ? ScaleRule::Phase
-            : n_packed ? ScaleRule::Packed
-            : (c.is_bitnet() || c.family->latent_weights || o.force_ternarize) ? ScaleRule::Absmean
-                                                                                : ScaleRule::PerRow;
-  if (is_group_type(o.type)) {
-    // One scale per tensor would fit a group type only where fp16 holds it
-    // exactly; TQ2_0 keeps such scales exact, so those stay TQ types.
-    if (in.rule != ScaleRule::PerRow)
-      throw file_error(o.input_dir, std::string("--type ") + gguf::traits(o.type).name +
-                                        " packs float checkpoints whose weights are ternary per group or per row; "
-                                        "this one's are " + scale_rule_name(in.rule) + ": use tq2_0 or tq1_0");
-    in.rule = ScaleRule::PerGroup;
-  }
+    throw file_error(in.ckpt.label(), "mixes packed uint8 and float linear weights (" + std::to_string(n_packed) +
+                                          " of " + std::to_string(n_linear) + " packed)");
+  in.rule = choose_rule(in, o, n_packed);
   if (c.tie_word_embeddings) used.insert("lm_head.weight");  // redundant copy some exports keep
   for (const auto& [name, st_t] : in.ckpt.tensors()) {
     // Old exports carry RoPE's inverse frequencies; they are derived from rope_theta.
     if (used.count(name) || ends_with(name, ".rotary_emb.inv_freq")) continue;
-    throw file_error(st_t->file->path(), "unexpected tensor '" + name + "' (not part of a " +
-                                             c.architecture + " model of this config)");
+    throw file_error(st_t->file->path(), "unexpected tensor '" + name + "' (not part of a " + c.architecture +
+                                             " model of this config)");
   }
   for (const auto& d : dtypes) in.source_dtypes += (in.source_dtypes.empty() ? "" : ",") + d;
   return in;
