@@ -122,7 +122,7 @@ struct Server::Impl {
     };
   }
 
-  const Backend* need_backend(httplib::Response& res) {
+  const Backend* need_backend(httplib::Response& res) const {
     const Backend* b = backend.load(std::memory_order_acquire);
     if (!b) send_error(res, {503, "the model is loading", "server_error", "", "loading"});
     return b;
@@ -134,6 +134,13 @@ struct Server::Impl {
   void respond_stream(std::shared_ptr<Request> rq, httplib::Response& res);
   std::string metrics() const;
   void log_done(const Request& rq, const std::string& path, int status) const;
+  // The pieces of Server::routes: socket and timeout settings, the hooks
+  // around every request (key check, errors, access log), and the token
+  // endpoints.
+  void configure_transport();
+  void install_hooks();
+  void tokenize(const std::string& body, httplib::Response& res) const;
+  void detokenize(const std::string& body, httplib::Response& res) const;
 };
 
 std::vector<int32_t> Server::Impl::prompt_tokens(const Backend& b, const CompletionRequest& r, ApiError& err) const {
@@ -486,14 +493,13 @@ Server::Server(const ServerOptions& o, std::shared_ptr<spdlog::logger> log) : im
 
 Server::~Server() = default;
 
-void Server::routes() {
-  Impl& I = *impl_;
-  httplib::Server& h = I.http;
-  const int threads = I.o.http_threads > 0 ? I.o.http_threads : 96;
+void Server::Impl::configure_transport() {
+  httplib::Server& h = http;
+  const int threads = o.http_threads > 0 ? o.http_threads : 96;
   h.new_task_queue = [threads] { return new httplib::ThreadPool(size_t(threads)); };
-  h.set_payload_max_length(I.o.max_body);
-  h.set_read_timeout(I.o.timeout_seconds);
-  h.set_write_timeout(I.o.timeout_seconds);
+  h.set_payload_max_length(o.max_body);
+  h.set_read_timeout(o.timeout_seconds);
+  h.set_write_timeout(o.timeout_seconds);
   h.set_keep_alive_timeout(5);
   h.set_keep_alive_max_count(100);
   // Responses go out in pieces (stream chunks, the chunked encoding): with
@@ -506,6 +512,11 @@ void Server::routes() {
     int yes = 1;
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
   });
+}
+
+void Server::Impl::install_hooks() {
+  httplib::Server& h = http;
+  Impl& I = *this;
   h.set_pre_routing_handler([&I](const httplib::Request& req, httplib::Response& res) {
     if (I.watch) I.watch->begin(ConnectionWatch::peer_key(req.remote_addr, req.remote_port));
     // httplib would read a chunked body of any size into req.body for a
@@ -551,6 +562,49 @@ void Server::routes() {
     if (!completion || res.status == 401 || res.status == 404 || res.status == 413)
       I.access(req.method, req.path, res.status, 0, 0, -1, 0);
   });
+}
+
+void Server::Impl::tokenize(const std::string& body, httplib::Response& res) const {
+  const Backend* b = need_backend(res);
+  if (!b) return;
+  const json j = json::parse(body, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("content") || !j["content"].is_string())
+    return send_error(res, {400, "expected {\"content\": TEXT}", "invalid_request_error", "content", ""});
+  EncodeOptions eo;
+  eo.add_special = j.value("add_special", false);
+  eo.parse_special = j.value("parse_special", true);
+  const std::vector<int32_t> ids = b->tok->encode(j["content"].get<std::string>(), eo);
+  json tokens = json::array();
+  const bool pieces = j.value("with_pieces", false);
+  for (int32_t id : ids) {
+    if (pieces) tokens.push_back({{"id", id}, {"piece", b->tok->token_piece(id)}});
+    else tokens.push_back(id);
+  }
+  send_json(res, 200, {{"tokens", tokens}});
+}
+
+void Server::Impl::detokenize(const std::string& body, httplib::Response& res) const {
+  const Backend* b = need_backend(res);
+  if (!b) return;
+  const json j = json::parse(body, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("tokens") || !j["tokens"].is_array())
+    return send_error(res, {400, "expected {\"tokens\": [ids]}", "invalid_request_error", "tokens", ""});
+  std::vector<int32_t> ids;
+  for (const json& t : j["tokens"]) {
+    if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= b->tok->vocab_size())
+      return send_error(res, {400, "a token id is not in the vocabulary", "invalid_request_error", "tokens", ""});
+    ids.push_back(int32_t(t.get<int64_t>()));
+  }
+  std::string text;
+  for (int32_t id : ids) text += b->tok->token_piece(id);
+  send_json(res, 200, {{"content", text}});
+}
+
+void Server::routes() {
+  Impl& I = *impl_;
+  httplib::Server& h = I.http;
+  I.configure_transport();
+  I.install_hooks();
   h.Get("/health", [&I](const httplib::Request&, httplib::Response& res) {
     if (I.backend.load(std::memory_order_acquire)) send_json(res, 200, {{"status", "ok"}});
     else send_json(res, 503, error_json({503, "the model is loading", "server_error", "", "loading"}));
@@ -571,38 +625,10 @@ void Server::routes() {
       I.completion(req, body, res, chat);
     }));
   h.Post("/tokenize", I.with_body([&I](const httplib::Request&, const std::string& body, httplib::Response& res) {
-    const Backend* b = I.need_backend(res);
-    if (!b) return;
-    const json j = json::parse(body, nullptr, false);
-    if (j.is_discarded() || !j.is_object() || !j.contains("content") || !j["content"].is_string())
-      return send_error(res, {400, "expected {\"content\": TEXT}", "invalid_request_error", "content", ""});
-    EncodeOptions eo;
-    eo.add_special = j.value("add_special", false);
-    eo.parse_special = j.value("parse_special", true);
-    const std::vector<int32_t> ids = b->tok->encode(j["content"].get<std::string>(), eo);
-    json tokens = json::array();
-    const bool pieces = j.value("with_pieces", false);
-    for (int32_t id : ids) {
-      if (pieces) tokens.push_back({{"id", id}, {"piece", b->tok->token_piece(id)}});
-      else tokens.push_back(id);
-    }
-    send_json(res, 200, {{"tokens", tokens}});
+    I.tokenize(body, res);
   }));
   h.Post("/detokenize", I.with_body([&I](const httplib::Request&, const std::string& body, httplib::Response& res) {
-    const Backend* b = I.need_backend(res);
-    if (!b) return;
-    const json j = json::parse(body, nullptr, false);
-    if (j.is_discarded() || !j.is_object() || !j.contains("tokens") || !j["tokens"].is_array())
-      return send_error(res, {400, "expected {\"tokens\": [ids]}", "invalid_request_error", "tokens", ""});
-    std::vector<int32_t> ids;
-    for (const json& t : j["tokens"]) {
-      if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= b->tok->vocab_size())
-        return send_error(res, {400, "a token id is not in the vocabulary", "invalid_request_error", "tokens", ""});
-      ids.push_back(int32_t(t.get<int64_t>()));
-    }
-    std::string text;
-    for (int32_t id : ids) text += b->tok->token_piece(id);
-    send_json(res, 200, {{"content", text}});
+    I.detokenize(body, res);
   }));
 }
 
