@@ -91,24 +91,12 @@ void SafetensorsFile::pread_all(void* dst, uint64_t n, uint64_t offset) const {
   }
 }
 
-void SafetensorsFile::parse_header() {
-  if (size_ < 8)
-    throw file_error(path_, "file too small for a safetensors header (" + std::to_string(size_) +
-                                " bytes)");
-  uint8_t lenbuf[8];
-  pread_all(lenbuf, 8, 0);
-  uint64_t n = 0;
-  for (int i = 7; i >= 0; --i) n = (n << 8) | lenbuf[i];
-  if (n > size_ - 8)
-    throw file_error(path_, "header length " + std::to_string(n) + " past end of file (size " +
-                                std::to_string(size_) + ")");
-  if (n > kMaxHeader)
-    throw file_error(path_, "header length " + std::to_string(n) + " exceeds the 100 MB limit");
-  std::string text(n, '\0');
-  pread_all(text.data(), n, 8);
+namespace {
 
-  // The format forbids duplicate keys; a JSON reader keeps only one of
-  // them, so two readers could see different tensors in one file.
+// The header's JSON. The format forbids duplicate keys; a JSON reader
+// keeps only one of them, so two readers could see different tensors in
+// one file: refused.
+json parse_header_json(const std::string& path, const std::string& text) {
   std::vector<std::set<std::string>> keys;  // one set per open object
   std::string duplicate;
   auto on_event = [&](int, json::parse_event_t ev, json& parsed) {
@@ -123,83 +111,102 @@ void SafetensorsFile::parse_header() {
   try {
     hdr = json::parse(text, on_event);
   } catch (const json::exception& e) {
-    throw file_error(path_, std::string("invalid JSON header: ") + e.what());
+    throw file_error(path, std::string("invalid JSON header: ") + e.what());
   }
-  if (!duplicate.empty()) throw file_error(path_, "JSON header has the key '" + duplicate + "' twice");
-  if (!hdr.is_object()) throw file_error(path_, "JSON header is not an object");
+  if (!duplicate.empty()) throw file_error(path, "JSON header has the key '" + duplicate + "' twice");
+  if (!hdr.is_object()) throw file_error(path, "JSON header is not an object");
+  return hdr;
+}
 
-  const uint64_t data_start = 8 + n;
-  const uint64_t data_size = size_ - data_start;
-  for (auto& item : hdr.items()) {
-    // Not a structured binding: clang 14 (the fuzzing build) cannot
-    // capture those in a lambda.
-    const std::string& name = item.key();
-    auto& v = item.value();
-    if (name == "__metadata__") continue;
-    auto bad = [&](const std::string& what) {
-      return file_error(path_, "tensor '" + name + "' " + what);
-    };
-    if (!v.is_object()) throw bad("header entry is not an object");
-    if (!v.contains("dtype") || !v["dtype"].is_string()) throw bad("has no dtype string");
-    if (!v.contains("shape") || !v["shape"].is_array()) throw bad("has no shape array");
-    if (!v.contains("data_offsets") || !v["data_offsets"].is_array() ||
-        v["data_offsets"].size() != 2)
-      throw bad("has no data_offsets [begin, end]");
-    StTensor t;
-    t.name = name;
-    t.dtype = v["dtype"].get<std::string>();
-    t.file = this;
-    uint32_t esize = safetensors_dtype_size(t.dtype);
-    if (esize == 0) throw bad("has unknown dtype '" + t.dtype + "'");
-    uint64_t count = 1;
-    for (const auto& d : v["shape"]) {
-      if (!d.is_number_unsigned()) throw bad("has a shape entry that is not a non-negative integer");
-      uint64_t dim = d.get<uint64_t>();
-      if (mul_overflows(count, dim, &count)) throw bad("shape " + d.dump() + " overflows");
-      t.shape.push_back(dim);
-    }
-    const auto& off = v["data_offsets"];
-    if (!off[0].is_number_unsigned() || !off[1].is_number_unsigned())
-      throw bad("data_offsets are not non-negative integers");
-    uint64_t begin = off[0].get<uint64_t>(), end = off[1].get<uint64_t>();
-    // Built piecewise: GCC 12 warns (-Wrestrict, falsely) on "[" + std::string.
-    std::string range = "[";
-    range += std::to_string(begin);
-    range += ", ";
-    range += std::to_string(end);
-    range += "]";
-    if (begin > end) throw bad("has data_offsets " + range + " with begin after end");
-    if (end > data_size)
-      throw bad("data_offsets " + range + " past end of data (size " + std::to_string(data_size) +
-                ")");
-    uint64_t expect = 0;
-    if (mul_overflows(count, esize, &expect) || expect != end - begin)
-      throw bad("has " + std::to_string(end - begin) + " bytes of data, shape " + t.shape_string() +
-                " " + t.dtype + " needs " + std::to_string(count * esize));
-    t.offset = data_start + begin;
-    t.nbytes = end - begin;
-    tensors_.push_back(std::move(t));
+// One tensor's header entry, its bytes inside the data section [data_start,
+// data_start + data_size) and as many as its dtype and shape need.
+StTensor parse_entry(const std::string& path, const std::string& name, const json& v, uint64_t data_start,
+                     uint64_t data_size) {
+  auto bad = [&](const std::string& what) { return file_error(path, "tensor '" + name + "' " + what); };
+  if (!v.is_object()) throw bad("header entry is not an object");
+  if (!v.contains("dtype") || !v["dtype"].is_string()) throw bad("has no dtype string");
+  if (!v.contains("shape") || !v["shape"].is_array()) throw bad("has no shape array");
+  if (!v.contains("data_offsets") || !v["data_offsets"].is_array() || v["data_offsets"].size() != 2)
+    throw bad("has no data_offsets [begin, end]");
+  StTensor t;
+  t.name = name;
+  t.dtype = v["dtype"].get<std::string>();
+  uint32_t esize = safetensors_dtype_size(t.dtype);
+  if (esize == 0) throw bad("has unknown dtype '" + t.dtype + "'");
+  uint64_t count = 1;
+  for (const auto& d : v["shape"]) {
+    if (!d.is_number_unsigned()) throw bad("has a shape entry that is not a non-negative integer");
+    uint64_t dim = d.get<uint64_t>();
+    if (mul_overflows(count, dim, &count)) throw bad("shape " + d.dump() + " overflows");
+    t.shape.push_back(dim);
   }
+  const auto& off = v["data_offsets"];
+  if (!off[0].is_number_unsigned() || !off[1].is_number_unsigned())
+    throw bad("data_offsets are not non-negative integers");
+  uint64_t begin = off[0].get<uint64_t>(), end = off[1].get<uint64_t>();
+  // Built piecewise: GCC 12 warns (-Wrestrict, falsely) on "[" + std::string.
+  std::string range = "[";
+  range += std::to_string(begin);
+  range += ", ";
+  range += std::to_string(end);
+  range += "]";
+  if (begin > end) throw bad("has data_offsets " + range + " with begin after end");
+  if (end > data_size)
+    throw bad("data_offsets " + range + " past end of data (size " + std::to_string(data_size) + ")");
+  uint64_t expect = 0;
+  if (mul_overflows(count, esize, &expect) || expect != end - begin)
+    throw bad("has " + std::to_string(end - begin) + " bytes of data, shape " + t.shape_string() + " " + t.dtype +
+              " needs " + std::to_string(count * esize));
+  t.offset = data_start + begin;
+  t.nbytes = end - begin;
+  return t;
+}
 
+// As the format requires (and the safetensors library checks): the
+// tensors index the data section [data_start, size) entirely, with no
+// overlaps and no bytes between them.
+void check_coverage(const std::string& path, const std::vector<StTensor>& tensors, uint64_t data_start,
+                    uint64_t size) {
   std::vector<const StTensor*> order;
-  for (const auto& t : tensors_)
+  for (const auto& t : tensors)
     if (t.nbytes) order.push_back(&t);  // empty tensors occupy no bytes
-  std::sort(order.begin(), order.end(),
-            [](const StTensor* a, const StTensor* b) { return a->offset < b->offset; });
+  std::sort(order.begin(), order.end(), [](const StTensor* a, const StTensor* b) { return a->offset < b->offset; });
   for (size_t i = 1; i < order.size(); ++i) {
     if (order[i]->offset < order[i - 1]->offset + order[i - 1]->nbytes)
-      throw file_error(path_, "tensors '" + order[i - 1]->name + "' and '" + order[i]->name +
-                                  "' overlap");
-    // As the format requires (and the safetensors library checks): the
-    // data is indexed entirely, so no bytes hide between tensors.
+      throw file_error(path, "tensors '" + order[i - 1]->name + "' and '" + order[i]->name + "' overlap");
     if (order[i]->offset > order[i - 1]->offset + order[i - 1]->nbytes)
-      throw file_error(path_, "bytes between tensors '" + order[i - 1]->name + "' and '" + order[i]->name +
-                                  "' belong to no tensor");
+      throw file_error(path, "bytes between tensors '" + order[i - 1]->name + "' and '" + order[i]->name +
+                                 "' belong to no tensor");
   }
-  const uint64_t first = order.empty() ? size_ : order.front()->offset;
+  const uint64_t first = order.empty() ? size : order.front()->offset;
   const uint64_t last = order.empty() ? data_start : order.back()->offset + order.back()->nbytes;
-  if (first != data_start || last != size_)
-    throw file_error(path_, "the data section holds bytes that belong to no tensor");
+  if (first != data_start || last != size)
+    throw file_error(path, "the data section holds bytes that belong to no tensor");
+}
+
+}  // namespace
+
+void SafetensorsFile::parse_header() {
+  if (size_ < 8)
+    throw file_error(path_, "file too small for a safetensors header (" + std::to_string(size_) + " bytes)");
+  uint8_t lenbuf[8];
+  pread_all(lenbuf, 8, 0);
+  uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) n = (n << 8) | lenbuf[i];
+  if (n > size_ - 8)
+    throw file_error(path_, "header length " + std::to_string(n) + " past end of file (size " +
+                                std::to_string(size_) + ")");
+  if (n > kMaxHeader) throw file_error(path_, "header length " + std::to_string(n) + " exceeds the 100 MB limit");
+  std::string text(n, '\0');
+  pread_all(text.data(), n, 8);
+  const json hdr = parse_header_json(path_, text);
+  const uint64_t data_start = 8 + n;
+  for (const auto& item : hdr.items()) {
+    if (item.key() == "__metadata__") continue;
+    tensors_.push_back(parse_entry(path_, item.key(), item.value(), data_start, size_ - data_start));
+    tensors_.back().file = this;
+  }
+  check_coverage(path_, tensors_, data_start, size_);
 }
 
 void SafetensorsFile::read_f32(const StTensor& t, float* out) const {
