@@ -112,18 +112,11 @@ std::optional<HfConfig::Yarn> rope_scaling(const Reader& r, uint32_t max_positio
 }
 }  // namespace
 
-HfConfig load_config(const std::string& path) {
-  const std::string text = read_input_file(path, uint64_t(16) << 20, "a config.json");
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::exception& e) {
-    throw file_error(path, std::string("invalid JSON: ") + e.what());
-  }
-  if (!j.is_object()) throw file_error(path, "not a JSON object");
-  Reader r{path, j};
-  HfConfig c;
+namespace {
 
+// The architecture (the first of "architectures", else "model_type") and
+// its family, with the settings its forward pass would get wrong refused.
+void read_family(const Reader& r, const json& j, HfConfig& c) {
   if (j.contains("architectures") && j["architectures"].is_array())
     for (const auto& a : j["architectures"])
       if (a.is_string() && c.architecture.empty()) c.architecture = a.get<std::string>();
@@ -131,20 +124,19 @@ HfConfig load_config(const std::string& path) {
     c.architecture = j["model_type"].get<std::string>();
   c.family = family_by_hf_arch(c.architecture);
   if (!c.family)
-    throw r.bad("unsupported architecture '" +
-                (c.architecture.empty() ? std::string("unknown") : c.architecture) +
+    throw r.bad("unsupported architecture '" + (c.architecture.empty() ? std::string("unknown") : c.architecture) +
                 "' (tern packs " + supported_hf_archs() + ")");
-
   c.scale_convention = c.family->default_scale;
-
-  // Features the family's forward pass would silently get wrong.
   if (r.flag("use_sliding_window", false)) throw r.bad("use_sliding_window is not supported");
   if (r.flag("attention_bias", false)) throw r.bad("attention_bias is not supported");
   if (r.flag("mlp_bias", false)) throw r.bad("mlp_bias is not supported");
   if (j.contains("hidden_act") && j["hidden_act"] != c.family->hf_act)
-    throw r.bad("hidden_act " + j["hidden_act"].dump() + " is not supported (" + c.architecture +
-                " uses " + std::string(c.family->hf_act) + ")");
+    throw r.bad("hidden_act " + j["hidden_act"].dump() + " is not supported (" + c.architecture + " uses " +
+                std::string(c.family->hf_act) + ")");
+}
 
+// Sizes, RoPE, tying and special ids, and the head shape they imply.
+void read_dims(const Reader& r, const json& j, HfConfig& c) {
   c.hidden_size = r.dim("hidden_size");
   c.intermediate_size = r.dim("intermediate_size");
   c.n_layers = r.dim("num_hidden_layers");
@@ -158,43 +150,60 @@ HfConfig load_config(const std::string& path) {
   c.tie_word_embeddings = r.flag("tie_word_embeddings", false);
   c.bos_token_id = r.token_id("bos_token_id");
   c.eos_token_id = r.token_id("eos_token_id");
-
   if (c.hidden_size % c.n_heads != 0 && !j.contains("head_dim"))
-    throw r.bad("hidden_size " + std::to_string(c.hidden_size) +
-                " is not divisible by num_attention_heads " + std::to_string(c.n_heads));
+    throw r.bad("hidden_size " + std::to_string(c.hidden_size) + " is not divisible by num_attention_heads " +
+                std::to_string(c.n_heads));
   c.head_dim = r.dim("head_dim", c.hidden_size / c.n_heads);
   if (c.n_heads % c.n_kv_heads != 0)
-    throw r.bad("num_attention_heads " + std::to_string(c.n_heads) +
-                " is not a multiple of num_key_value_heads " + std::to_string(c.n_kv_heads));
+    throw r.bad("num_attention_heads " + std::to_string(c.n_heads) + " is not a multiple of num_key_value_heads " +
+                std::to_string(c.n_kv_heads));
   // RoPE rotates pairs, and the q/k row permutation splits each head in halves.
   if (c.head_dim % 2 != 0) throw r.bad("head_dim " + std::to_string(c.head_dim) + " is odd");
-  if (static_cast<uint64_t>(c.n_heads) * c.head_dim > kMaxDim)
-    throw r.bad("num_attention_heads * head_dim is too large");
+  if (static_cast<uint64_t>(c.n_heads) * c.head_dim > kMaxDim) throw r.bad("num_attention_heads * head_dim is too large");
+}
 
-  if (j.contains("quantization_config") && j["quantization_config"].is_object()) {
-    const json& q = j["quantization_config"];
-    if (q.contains("quant_method") && q["quant_method"].is_string())
-      c.quant_method = q["quant_method"].get<std::string>();
-    if (!c.quant_method.empty() && c.quant_method != "bitnet")
-      throw r.bad("quantization_config.quant_method '" + c.quant_method +
-                  "' is not supported (tern packs float or bitnet checkpoints)");
-    if (q.contains("linear_class") && q["linear_class"].is_string()) {
-      const std::string lc = q["linear_class"].get<std::string>();
-      if (lc == "bitlinear") c.scale_convention = ScaleConvention::Divide;
-      else if (lc == "autobitlinear") c.scale_convention = ScaleConvention::Multiply;
-      else throw r.bad("quantization_config.linear_class '" + lc + "' is not supported");
-    }
-    if (q.contains("use_rms_norm") && q["use_rms_norm"] == true) {
-      // transformers' BitNetQuantConfig default, as its BitLinear uses it.
-      float eps = 1e-6f;
-      if (q.contains("rms_norm_eps")) {
-        eps = q["rms_norm_eps"].is_number() ? static_cast<float>(q["rms_norm_eps"].get<double>()) : 0.0f;
-        if (!(eps > 0) || !std::isfinite(eps))
-          throw r.bad("quantization_config.rms_norm_eps must be a positive number that fits in f32");
-      }
-      c.linear_norm_eps = eps;
-    }
+// BitNet's quantization_config: its method, how its packed scales divide
+// or multiply, and the RMSNorm its BitLinear puts before each product.
+void read_quantization(const Reader& r, const json& q, HfConfig& c) {
+  if (q.contains("quant_method") && q["quant_method"].is_string()) c.quant_method = q["quant_method"].get<std::string>();
+  if (!c.quant_method.empty() && c.quant_method != "bitnet")
+    throw r.bad("quantization_config.quant_method '" + c.quant_method +
+                "' is not supported (tern packs float or bitnet checkpoints)");
+  if (q.contains("linear_class") && q["linear_class"].is_string()) {
+    const std::string lc = q["linear_class"].get<std::string>();
+    if (lc == "bitlinear") c.scale_convention = ScaleConvention::Divide;
+    else if (lc == "autobitlinear") c.scale_convention = ScaleConvention::Multiply;
+    else throw r.bad("quantization_config.linear_class '" + lc + "' is not supported");
   }
+  if (q.contains("use_rms_norm") && q["use_rms_norm"] == true) {
+    // transformers' BitNetQuantConfig default, as its BitLinear uses it.
+    float eps = 1e-6f;
+    if (q.contains("rms_norm_eps")) {
+      eps = q["rms_norm_eps"].is_number() ? static_cast<float>(q["rms_norm_eps"].get<double>()) : 0.0f;
+      if (!(eps > 0) || !std::isfinite(eps))
+        throw r.bad("quantization_config.rms_norm_eps must be a positive number that fits in f32");
+    }
+    c.linear_norm_eps = eps;
+  }
+}
+
+}  // namespace
+
+HfConfig load_config(const std::string& path) {
+  const std::string text = read_input_file(path, uint64_t(16) << 20, "a config.json");
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::exception& e) {
+    throw file_error(path, std::string("invalid JSON: ") + e.what());
+  }
+  if (!j.is_object()) throw file_error(path, "not a JSON object");
+  Reader r{path, j};
+  HfConfig c;
+  read_family(r, j, c);
+  read_dims(r, j, c);
+  if (j.contains("quantization_config") && j["quantization_config"].is_object())
+    read_quantization(r, j["quantization_config"], c);
   return c;
 }
 
