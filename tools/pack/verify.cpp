@@ -116,10 +116,11 @@ void check_float(const gguf::File& f, const gguf::TensorInfo& info, const PlanTe
 
 }  // namespace
 
-void verify_packed(const PackOptions& o, const std::function<void(uint64_t)>& progress) {
-  PackInputs in = load_inputs(o);
-  gguf::File f = gguf::File::open(o.output_path);
+namespace {
 
+// The keys no tensor shows: architecture, scale rule, the BitLinear norm,
+// activation mode, YaRN and the file type.
+void verify_metadata(const gguf::File& f, const PackInputs& in, const PackOptions& o) {
   auto expect_string = [&](const char* key, const std::string& want) {
     const std::string& got = f.get(key).as_string(key);
     if (got != want)
@@ -143,9 +144,11 @@ void verify_packed(const PackOptions& o, const std::function<void(uint64_t)>& pr
   const uint64_t ftype = llama_file_type(o.type);
   if (!in.phase_stages && f.get("general.file_type").as_uint("general.file_type") != ftype)
     throw file_error(f.path(), "general.file_type is not " + std::to_string(ftype));
-  // The tokenizer as the file carries it must be the checkpoint's.
+}
+
+// The tokenizer as the file carries it must be the checkpoint's.
+void verify_tokenizer(const gguf::File& f, const tok::Spec& want) {
   const tok::Spec got = tok::read_spec(f);
-  const tok::Spec& want = in.tok;
   if (got.tokens != want.tokens) throw file_error(f.path(), "tokenizer.ggml.tokens differ from the checkpoint's tokenizer");
   if (got.merges != want.merges) throw file_error(f.path(), "tokenizer.ggml.merges differ from the checkpoint's tokenizer");
   if (got.spm_model != want.spm_model)
@@ -153,41 +156,54 @@ void verify_packed(const PackOptions& o, const std::function<void(uint64_t)>& pr
   if (got.hf_pipeline != want.hf_pipeline || got.chat_template != want.chat_template || got.eog != want.eog ||
       got.bos != want.bos || got.eos != want.eos || got.add_bos != want.add_bos)
     throw file_error(f.path(), "the tokenizer rules differ from the checkpoint's tokenizer");
+}
 
+// One tensor's stored values against what packing its source gives.
+void verify_tensor(gguf::File& f, const PackInputs& in, PlanTensor& t, const PackOptions& o) {
+  if (t.role == Role::Ternary) {
+    const std::vector<float> data = read_values(in, t);
+    analyze_ternary(t, data, in.rule, o.type);
+    const TensorType types[] = {t.type};
+    const gguf::TensorInfo& info = f.tensor(t.name, types, t.dims);
+    if (is_group_type(t.type)) {
+      if (f.find("tern.scale." + t.name)) throw file_error(f.path(), "tern.scale." + t.name + " is for TQ tensors");
+      check_groups(f, info, t, data, in.rule);
+    } else {
+      check_scales(f, t);
+      check_ternary(f, info, t, data, in.rule);
+    }
+  } else if (t.role == Role::Phase) {
+    const PhaseQuantized q = phase_quantize_checked(in, t, read_values(in, t));
+    t.type = TensorType::FAIRY2I;
+    t.scales = q.scales;
+    const TensorType types[] = {t.type};
+    check_scales(f, t);
+    check_phase(f, f.tensor(t.name, types, t.dims), t, q);
+  } else {
+    analyze(in, t, o.type);
+    const TensorType types[] = {t.type};
+    const gguf::TensorInfo& info = f.tensor(t.name, types, t.dims);
+    const uint64_t rb = gguf::row_bytes(t.type, t.cols);
+    for_each_chunk(in, t, [&](uint64_t r0, std::span<const float> v) {
+      check_float(f, info, t, r0, v);
+      f.release(info.data + r0 * rb, v.size() / t.cols * rb);
+    });
+  }
+}
+
+}  // namespace
+
+void verify_packed(const PackOptions& o, const std::function<void(uint64_t)>& progress) {
+  PackInputs in = load_inputs(o);
+  gguf::File f = gguf::File::open(o.output_path);
+  verify_metadata(f, in, o);
+  verify_tokenizer(f, in.tok);
   size_t expected_count = in.tensors.size();
   if (f.tensors().size() != expected_count)
     throw file_error(f.path(), "has " + std::to_string(f.tensors().size()) + " tensors, expected " +
                                    std::to_string(expected_count));
   for (PlanTensor& t : in.tensors) {
-    if (t.role == Role::Ternary) {
-      const std::vector<float> data = read_values(in, t);
-      analyze_ternary(t, data, in.rule, o.type);
-      const TensorType types[] = {t.type};
-      const gguf::TensorInfo& info = f.tensor(t.name, types, t.dims);
-      if (is_group_type(t.type)) {
-        if (f.find("tern.scale." + t.name)) throw file_error(f.path(), "tern.scale." + t.name + " is for TQ tensors");
-        check_groups(f, info, t, data, in.rule);
-      } else {
-        check_scales(f, t);
-        check_ternary(f, info, t, data, in.rule);
-      }
-    } else if (t.role == Role::Phase) {
-      const PhaseQuantized q = phase_quantize_checked(in, t, read_values(in, t));
-      t.type = TensorType::FAIRY2I;
-      t.scales = q.scales;
-      const TensorType types[] = {t.type};
-      check_scales(f, t);
-      check_phase(f, f.tensor(t.name, types, t.dims), t, q);
-    } else {
-      analyze(in, t, o.type);
-      const TensorType types[] = {t.type};
-      const gguf::TensorInfo& info = f.tensor(t.name, types, t.dims);
-      const uint64_t rb = gguf::row_bytes(t.type, t.cols);
-      for_each_chunk(in, t, [&](uint64_t r0, std::span<const float> v) {
-        check_float(f, info, t, r0, v);
-        f.release(info.data + r0 * rb, v.size() / t.cols * rb);
-      });
-    }
+    verify_tensor(f, in, t, o);
     // Checked pages of the output need not stay resident (they would add
     // the whole file to pack --verify's peak memory).
     f.release(*f.find_tensor(t.name));
