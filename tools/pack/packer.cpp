@@ -209,26 +209,12 @@ void check_not_an_input(const std::string& out, const std::string& input_dir) {
   }
 }
 
-}  // namespace
+using Say = std::function<void(const std::string&)>;
 
-PackReport pack_checkpoint(const PackOptions& o) {
-  check_not_an_input(o.output_path, o.input_dir);
-  PackInputs in = load_inputs(o);
-  // Opening the writer first fails fast on an unwritable destination or one
-  // that is not a regular file; its destructor removes the temporary if
-  // anything below throws.
-  gguf::Writer w(o.output_path);
-
-  uint64_t total = 0;
-  for (const PlanTensor& t : in.tensors) total += source_bytes(t);
-  Eta eta(total * (o.verify ? 3 : 2));
-  auto say = [&](const std::string& line) {
-    if (o.progress) o.progress(line);
-  };
-
-  // Pass 1: the header holds every scale and tensor type, so all of them are
-  // settled (and every tensor validated) before anything is written.
-  // Nothing is kept but the scales, so memory stays at about one tensor.
+// Pass 1: the header holds every scale and tensor type, so all of them are
+// settled (and every tensor validated) before anything is written.
+// Nothing is kept but the scales, so memory stays at about one tensor.
+void settle_tensors(PackInputs& in, const PackOptions& o, Eta& eta, const Say& say) {
   int reported = 0;
   for (PlanTensor& t : in.tensors) {
     analyze(in, t, o.type);
@@ -240,25 +226,17 @@ PackReport pack_checkpoint(const PackOptions& o) {
       say("checking the source  " + eta.status());
     }
   }
+}
 
-  set_metadata(w, in, o);
-  for (const PlanTensor& t : in.tensors) w.add_tensor(t.name, t.type, t.dims);
-  w.write_header();
-
-  // Pass 2: convert and stream one tensor at a time, float tensors in chunks.
-  PackReport rep;
-  rep.activation_mode = in.cfg.int8_activations() ? "int8" : "float";
+// Pass 2: convert and stream one tensor at a time, float tensors in
+// chunks; rep gets the counts and the ternary tensors' bits per weight.
+void stream_tensors(gguf::Writer& w, PackInputs& in, Eta& eta, const Say& say, PackReport& rep) {
   uint64_t tern_bytes = 0, tern_weights = 0;
   for (size_t i = 0; i < in.tensors.size(); ++i) {
     PlanTensor& t = in.tensors[i];
-    if (t.role == Role::Ternary) {
-      const std::vector<uint8_t> bytes = encode_ternary(t, read_values(in, t), in.rule);
-      w.write_tensor(t.name, bytes);
-      ++rep.n_ternary;
-      tern_bytes += bytes.size();
-      tern_weights += t.rows * t.cols;
-    } else if (t.role == Role::Phase) {
-      const std::vector<uint8_t> bytes = encode_phase(in, t, read_values(in, t));
+    if (t.role == Role::Ternary || t.role == Role::Phase) {
+      const std::vector<uint8_t> bytes = t.role == Role::Ternary ? encode_ternary(t, read_values(in, t), in.rule)
+                                                                 : encode_phase(in, t, read_values(in, t));
       w.write_tensor(t.name, bytes);
       ++rep.n_ternary;
       tern_bytes += bytes.size();
@@ -272,11 +250,36 @@ PackReport pack_checkpoint(const PackOptions& o) {
     eta.add(source_bytes(t));
     say(progress_line(i, in.tensors.size(), t) + "  " + eta.status());
   }
-  w.finish();
+  rep.bits_per_weight_ternary = tern_weights ? 8.0 * tern_bytes / tern_weights : 0.0;
+}
 
+}  // namespace
+
+PackReport pack_checkpoint(const PackOptions& o) {
+  check_not_an_input(o.output_path, o.input_dir);
+  PackInputs in = load_inputs(o);
+  // Opening the writer first fails fast on an unwritable destination or one
+  // that is not a regular file; its destructor removes the temporary if
+  // anything below throws.
+  gguf::Writer w(o.output_path);
+
+  uint64_t total = 0;
+  for (const PlanTensor& t : in.tensors) total += source_bytes(t);
+  Eta eta(total * (o.verify ? 3 : 2));
+  const Say say = [&](const std::string& line) {
+    if (o.progress) o.progress(line);
+  };
+  settle_tensors(in, o, eta, say);
+  set_metadata(w, in, o);
+  for (const PlanTensor& t : in.tensors) w.add_tensor(t.name, t.type, t.dims);
+  w.write_header();
+
+  PackReport rep;
+  rep.activation_mode = in.cfg.int8_activations() ? "int8" : "float";
+  stream_tensors(w, in, eta, say, rep);
+  w.finish();
   struct stat st {};
   if (::stat(o.output_path.c_str(), &st) == 0) rep.bytes_written = static_cast<uint64_t>(st.st_size);
-  rep.bits_per_weight_ternary = tern_weights ? 8.0 * tern_bytes / tern_weights : 0.0;
 
   if (o.verify) {
     try {
