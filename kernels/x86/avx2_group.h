@@ -98,6 +98,11 @@ inline int32_t group_byte_sum(const int8_t* x, int n) {
   return int32_t(_mm_cvtsi128_si64(h) + _mm_extract_epi64(h, 1)) - 128 * n;
 }
 
+// Each of one vector's G groups' sum of x: xsum[g].
+inline void group_x_sums(const int8_t* x, int64_t G, int group, int32_t* xsum) {
+  for (int64_t g = 0; g < G; ++g) xsum[g] = group_byte_sum(x + g * group, group);
+}
+
 // Lays out the planes and each group's sum of x (slot 1) for nq vectors; a
 // last step past K (Q2_0 with an odd number of groups) reads zeros.
 inline void group_planes(const int8_t* xq, int64_t nq, int64_t K, int group, int64_t steps, int8_t* planes,
@@ -115,7 +120,7 @@ inline void group_planes(const int8_t* xq, int64_t nq, int64_t K, int group, int
       }
       group_step_planes(src, planes + (v * steps + s) * kGroupStep);
     }
-    for (int64_t g = 0; g < G; ++g) xsum[v * G + g] = group_byte_sum(x + g * group, group);
+    group_x_sums(x, G, group, xsum + v * G);
   }
 }
 
@@ -210,14 +215,16 @@ inline __m128i group_scales8_fp16(const uint8_t* const* rows, int64_t at) {
                         short(h[7]));
 }
 
+// The same of rows[0..3], as doubles.
+inline __m256d group_scales4(const uint8_t* const* rows, int64_t at) {
+  uint16_t h[4];
+  for (int rr = 0; rr < 4; ++rr) std::memcpy(&h[rr], rows[rr] + at, 2);
+  return _mm256_cvtps_pd(_mm_cvtph_ps(_mm_setr_epi16(short(h[0]), short(h[1]), short(h[2]), short(h[3]), 0, 0, 0, 0)));
+}
+
 // A block of four rows' scales: D[g][row] as doubles.
 inline void group_block_scales(const uint8_t* const rows[4], int64_t G, int64_t bb, double* D) {
-  for (int64_t g = 0; g < G; ++g) {
-    uint16_t h[4];
-    for (int rr = 0; rr < 4; ++rr) std::memcpy(&h[rr], rows[rr] + g * bb, 2);
-    const __m128 f = _mm_cvtph_ps(_mm_set_epi16(0, 0, 0, 0, short(h[3]), short(h[2]), short(h[1]), short(h[0])));
-    _mm256_storeu_pd(D + g * kGroupRows, _mm256_cvtps_pd(f));
-  }
+  for (int64_t g = 0; g < G; ++g) _mm256_storeu_pd(D + g * kGroupRows, group_scales4(rows, g * bb));
 }
 
 // A block of four rows (from rb0, nrows of them real) for every token: S

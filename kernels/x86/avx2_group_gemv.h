@@ -32,14 +32,6 @@ inline __m256i reduce_rows4_256(const __m256i a[4]) {
   return _mm256_add_epi32(_mm256_unpacklo_epi64(s01, s23), _mm256_unpackhi_epi64(s01, s23));
 }
 
-// The four rows' fp16 scales of group g (at rows[rr] + at) as doubles;
-// scalar loads, as group_scales8_fp16 says why.
-inline __m256d group_scales4(const uint8_t* const* rows, int64_t at) {
-  uint16_t h[4];
-  for (int rr = 0; rr < 4; ++rr) std::memcpy(&h[rr], rows[rr] + at, 2);
-  return _mm256_cvtps_pd(_mm_cvtph_ps(_mm_setr_epi16(short(h[0]), short(h[1]), short(h[2]), short(h[3]), 0, 0, 0, 0)));
-}
-
 // One token of ND digit vectors: y[r] for r in [r0, r1).
 template <class Dot, int ND, bool Q2>
 void group_gemv_i8_avx2(const GroupMatrix& w, const int8_t* xq, float xscale, float* y, int64_t r0, int64_t r1) {

@@ -99,7 +99,7 @@ void group_planes512(const int8_t* xq, int64_t K, int group, int64_t steps, int8
       }
       group_step_planes(src, dst, 64);
     }
-    for (int64_t g = 0; g < G; ++g) xsum[v * G + g] = group_byte_sum(x + g * group, group);
+    group_x_sums(x, G, group, xsum + v * G);
   }
 }
 

@@ -29,8 +29,7 @@ void group_tile_run(const GroupMatrix& w, const int8_t* xq, int64_t n, const int
   // Slot 1: [nq][G] each group's sum of x; slot 0: A [n][R] the tokens'
   // sums in double, C [quads][R] a group's codes, S [nq][R] its sums.
   int32_t* xsum = reinterpret_cast<int32_t*>(thread_scratch(1, size_t(nq * G) * 4));
-  for (int64_t v = 0; v < nq; ++v)
-    for (int64_t g = 0; g < G; ++g) xsum[v * G + g] = group_byte_sum(xq + v * K + g * w.group, w.group);
+  for (int64_t v = 0; v < nq; ++v) group_x_sums(xq + v * K, G, w.group, xsum + v * G);
   uint8_t* buf = thread_scratch(0, size_t(n * R) * 8 + size_t((quads + nq) * R) * 4);
   double* A = reinterpret_cast<double*>(buf);
   int32_t* C = reinterpret_cast<int32_t*>(buf + n * R * 8);
