@@ -359,6 +359,105 @@ void Server::Impl::respond_whole(std::shared_ptr<Request> rq, httplib::Response&
       });
 }
 
+namespace {
+
+// One streamed response's progress: per choice its cursor, whether its
+// first and last chunks have gone, and its reasoning splitter when the
+// request splits the reasoning out; the tokens generated, for usage.
+class StreamWriter {
+ public:
+  enum class Pass { More, Done, Gone };  // call again; all sent; a write failed
+
+  explicit StreamWriter(std::shared_ptr<Request> rq)
+      : rq_(std::move(rq)), cur_(rq_->jobs.size()), first_(rq_->jobs.size(), true), finished_(rq_->jobs.size(), false) {
+    if (splits_reasoning(rq_->req))
+      for (size_t i = 0; i < rq_->jobs.size(); ++i)
+        split_.push_back(std::make_unique<ReasoningSplitter>([this](const std::string& t) { answer_ += t; },
+                                                             [this](const std::string& t) { reasoning_ += t; }));
+  }
+
+  // Each unfinished choice's new chunks; once all are finished, the usage
+  // chunk if asked and "data: [DONE]".
+  Pass pass(httplib::DataSink& sink) {
+    bool all = true;
+    for (size_t i = 0; i < rq_->jobs.size(); ++i) {
+      if (finished_[i]) continue;
+      const Pass p = choice(i, sink);
+      if (p == Pass::Gone) {
+        for (auto& other : rq_->jobs) other->cancelled = true;
+        return Pass::Gone;
+      }
+      if (p == Pass::Done && !finished_[i]) return Pass::Done;  // an error ended the response
+      all = all && finished_[i];
+    }
+    if (!all) return Pass::More;
+    if (rq_->req.include_usage)
+      event(sink, usage_chunk_json(rq_->req, rq_->id, rq_->created, rq_->model, {rq_->n_prompt, completion_tokens_}));
+    const char done[] = "data: [DONE]\n\n";
+    sink.write(done, sizeof done - 1);
+    sink.done();
+    return Pass::Done;
+  }
+
+ private:
+  bool event(httplib::DataSink& sink, const json& j) {
+    const std::string s = "data: " + dump(j) + "\n\n";
+    return sink.write(s.data(), s.size());
+  }
+
+  // The text of a piece of choice i, or what the reasoning splitter
+  // releases of it: (answer, reasoning).
+  std::pair<std::string, std::string> split(size_t i, const std::string& text, bool last) {
+    if (split_.empty()) return {text, ""};
+    answer_.clear(), reasoning_.clear();
+    split_[i]->feed(text);
+    if (last) split_[i]->finish();
+    return {std::move(answer_), std::move(reasoning_)};
+  }
+
+  // Choice i's chunks since the last pass: a chunk per generated token (its
+  // text may be empty: part of a character, a stop string's start held
+  // back, a token with no text), then any text released at the end and the
+  // finish_reason; a choice that ends with no token still opens with one
+  // chunk. Done with finished_[i] false means an error event ended it all.
+  Pass choice(size_t i, httplib::DataSink& sink) {
+    Job& j = *rq_->jobs[i];
+    Update u = take(j, cur_[i], std::chrono::milliseconds(rq_->jobs.size() > 1 ? 20 : 200));
+    if (u.done && u.finish == Finish::Error) {
+      event(sink, error_json({500, u.error, "server_error", "", ""}));
+      for (auto& other : rq_->jobs) other->cancelled = true;
+      sink.done();
+      return Pass::Done;
+    }
+    const std::optional<Finish> fin = u.done ? std::optional<Finish>(u.finish) : std::nullopt;
+    if (fin && first_[i] && u.pieces.empty()) u.pieces.push_back({});
+    for (const Piece& p : u.pieces) {
+      const auto [answer, reasoning] = split(i, p.text, false);
+      if (!event(sink, chunk_json(rq_->req, rq_->id, rq_->created, rq_->model, int(i), answer, p.logprobs,
+                                  std::nullopt, first_[i], reasoning)))
+        return Pass::Gone;
+      first_[i] = false;
+    }
+    if (!fin) return Pass::More;
+    const auto [answer, reasoning] = split(i, "", true);
+    if (!event(sink, chunk_json(rq_->req, rq_->id, rq_->created, rq_->model, int(i), answer, {}, fin, false, reasoning)))
+      return Pass::Gone;
+    finished_[i] = true;
+    std::lock_guard<std::mutex> lock(j.m);
+    completion_tokens_ += int(j.token_ends.size());
+    return Pass::Done;
+  }
+
+  std::shared_ptr<Request> rq_;
+  std::vector<Cursor> cur_;
+  std::vector<bool> first_, finished_;
+  int completion_tokens_ = 0;
+  std::vector<std::unique_ptr<ReasoningSplitter>> split_;
+  std::string answer_, reasoning_;  // what a splitter released into the chunk being built
+};
+
+}  // namespace
+
 // stream true: server-sent events, a chunk per piece of text of any
 // choice as it comes, each choice's last chunk with its finish_reason, the
 // usage chunk if asked, then "data: [DONE]". A write that fails (the
@@ -367,86 +466,11 @@ void Server::Impl::respond_stream(std::shared_ptr<Request> rq, httplib::Response
   res.status = 200;
   res.set_header("Cache-Control", "no-cache");
   const std::string path = rq->req.chat ? "/v1/chat/completions" : "/v1/completions";
-  struct State {
-    std::vector<Cursor> cur;
-    std::vector<bool> first, finished;
-    int completion_tokens = 0;
-    // Per choice when the reasoning is split: the splitter and what it
-    // released into the chunk being built.
-    std::vector<std::unique_ptr<ReasoningSplitter>> split;
-    std::string answer, reasoning;
-  };
-  auto st = std::make_shared<State>();
-  st->cur.assign(rq->jobs.size(), Cursor{});
-  if (splits_reasoning(rq->req))
-    for (size_t i = 0; i < rq->jobs.size(); ++i)
-      st->split.push_back(std::make_unique<ReasoningSplitter>([st = st.get()](const std::string& t) { st->answer += t; },
-                                                              [st = st.get()](const std::string& t) { st->reasoning += t; }));
-  st->first.assign(rq->jobs.size(), true);
-  st->finished.assign(rq->jobs.size(), false);
+  auto writer = std::make_shared<StreamWriter>(rq);
   ++responding;
   res.set_chunked_content_provider(
       "text/event-stream",
-      [this, rq, st](size_t, httplib::DataSink& sink) {
-        const auto event = [&](const json& j) {
-          const std::string s = "data: " + dump(j) + "\n\n";
-          return sink.write(s.data(), s.size());
-        };
-        bool all = true;
-        for (size_t i = 0; i < rq->jobs.size(); ++i) {
-          if (st->finished[i]) continue;
-          Job& j = *rq->jobs[i];
-          Update u = take(j, st->cur[i], std::chrono::milliseconds(rq->jobs.size() > 1 ? 20 : 200));
-          if (u.done && u.finish == Finish::Error) {
-            event(error_json({500, u.error, "server_error", "", ""}));
-            for (auto& other : rq->jobs) other->cancelled = true;
-            sink.done();
-            return true;
-          }
-          const std::optional<Finish> fin = u.done ? std::optional<Finish>(u.finish) : std::nullopt;
-          // A chunk per generated token (its text may be empty: part of a
-          // character, a stop string's start held back, a token with no
-          // text), then any text released at the end; a choice that ends
-          // with no token still opens with one chunk.
-          if (fin && st->first[i] && u.pieces.empty()) u.pieces.push_back({});
-          // The text of a piece, or what the reasoning splitter releases of it.
-          const auto split = [&](const std::string& text, bool last) {
-            if (st->split.empty()) return std::pair<std::string, std::string>(text, "");
-            st->answer.clear(), st->reasoning.clear();
-            st->split[i]->feed(text);
-            if (last) st->split[i]->finish();
-            return std::pair(std::move(st->answer), std::move(st->reasoning));
-          };
-          for (const Piece& p : u.pieces) {
-            const auto [answer, reasoning] = split(p.text, false);
-            if (!event(chunk_json(rq->req, rq->id, rq->created, rq->model, int(i), answer, p.logprobs, std::nullopt,
-                                  st->first[i], reasoning))) {
-              for (auto& other : rq->jobs) other->cancelled = true;
-              return false;
-            }
-            st->first[i] = false;
-          }
-          if (fin) {
-            const auto [answer, reasoning] = split("", true);
-            if (!event(chunk_json(rq->req, rq->id, rq->created, rq->model, int(i), answer, {}, fin, false, reasoning))) {
-              for (auto& other : rq->jobs) other->cancelled = true;
-              return false;
-            }
-            st->finished[i] = true;
-            std::lock_guard<std::mutex> lock(j.m);
-            st->completion_tokens += int(j.token_ends.size());
-          } else {
-            all = false;
-          }
-        }
-        if (!all) return true;
-        if (rq->req.include_usage)
-          event(usage_chunk_json(rq->req, rq->id, rq->created, rq->model, {rq->n_prompt, st->completion_tokens}));
-        const char done[] = "data: [DONE]\n\n";
-        sink.write(done, sizeof done - 1);
-        sink.done();
-        return true;
-      },
+      [writer](size_t, httplib::DataSink& sink) { return writer->pass(sink) != StreamWriter::Pass::Gone; },
       [this, rq, path](bool ok) {
         for (auto& j : rq->jobs) j->cancelled = true;
         log_done(*rq, path, ok ? 200 : 499);
