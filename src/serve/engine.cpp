@@ -176,71 +176,78 @@ void Engine::finish(Slot& s, Finish f) {
   s.job.reset();
 }
 
+Engine::Slot* Engine::free_slot(const std::vector<int32_t>& prompt, size_t& shared) const {
+  Slot* best = nullptr;
+  shared = 0;
+  for (auto& s : slots_) {
+    if (s->job) continue;
+    size_t n = 0;
+    while (n < s->cached.size() && n < prompt.size() && s->cached[n] == prompt[n]) ++n;
+    if (!best || n > shared) {
+      best = s.get();
+      shared = n;
+    }
+  }
+  return best;
+}
+
+void Engine::start(Slot& s, const std::shared_ptr<Job>& job, size_t keep) {
+  ctx_.seq_truncate(s.seq, int(keep));
+  s.cached.resize(keep);
+  s.job = job;
+  s.stopped = false;
+  s.scan = StopScan{};
+  s.stream = Stream{};
+  s.stream.seq = s.seq;
+  s.stream.feed.assign(job->prompt.begin() + long(keep), job->prompt.end());
+  s.stream.n_predict = job->max_tokens;
+  s.stream.ignore_eos = job->ignore_eos;
+  s.stream.sampler = Sampler(job->sampling);
+  Job* j = job.get();
+  Slot* slot = &s;
+  s.stream.on_text = [this, j, slot](const std::string& piece) {
+    bool hit = false;
+    const std::string out = slot->scan.push(j->stop, piece, hit);
+    publish(*j, out, false, Finish::Stop);
+    if (hit) {
+      slot->stopped = true;
+      slot->stream.done = true;
+      slot->stream.finish = Finish::Stop;
+    }
+  };
+  if (job->logprobs >= 0)
+    s.stream.on_sample = [this, j](int32_t token, std::span<const float> logits) {
+      if (tok_.is_eog(token)) return;
+      TokenLogprob lp = logprob_of(tok_, logits, token, j->logprobs);
+      std::lock_guard<std::mutex> l(j->m);
+      j->logprobs_out.push_back(std::move(lp));
+    };
+  std::lock_guard<std::mutex> l(job->m);
+  job->n_cached = int(keep);
+}
+
 // Queued jobs into free slots, each to the one whose cache shares the
-// longest prefix with its prompt.
+// longest prefix with its prompt. The slot is set up with the lock
+// released; the counters change under it.
 void Engine::admit(std::unique_lock<std::mutex>& lock) {
   while (!queue_.empty()) {
-    Slot* best = nullptr;
-    size_t best_len = 0;
-    for (auto& s : slots_) {
-      if (s->job) continue;
-      const std::vector<int32_t>& p = queue_.front()->prompt;
-      size_t n = 0;
-      while (n < s->cached.size() && n < p.size() && s->cached[n] == p[n]) ++n;
-      if (!best || n > best_len) {
-        best = s.get();
-        best_len = n;
-      }
-    }
+    size_t shared = 0;
+    Slot* best = free_slot(queue_.front()->prompt, shared);
     if (!best) return;
     std::shared_ptr<Job> job = std::move(queue_.front());
     queue_.pop_front();
     ++busy_;
     lock.unlock();
-    Slot& s = *best;
     // At least the last prompt token is fed: its logits draw the first token.
-    const size_t keep = std::min(best_len, job->prompt.size() - 1);
-    ctx_.seq_truncate(s.seq, int(keep));
-    s.cached.resize(keep);
-    s.job = job;
-    s.stopped = false;
-    s.scan = StopScan{};
-    s.stream = Stream{};
-    s.stream.seq = s.seq;
-    s.stream.feed.assign(job->prompt.begin() + long(keep), job->prompt.end());
-    s.stream.n_predict = job->max_tokens;
-    s.stream.ignore_eos = job->ignore_eos;
-    s.stream.sampler = Sampler(job->sampling);
-    Job* j = job.get();
-    Slot* slot = &s;
-    s.stream.on_text = [this, j, slot](const std::string& piece) {
-      bool hit = false;
-      const std::string out = slot->scan.push(j->stop, piece, hit);
-      publish(*j, out, false, Finish::Stop);
-      if (hit) {
-        slot->stopped = true;
-        slot->stream.done = true;
-        slot->stream.finish = Finish::Stop;
-      }
-    };
-    if (job->logprobs >= 0)
-      s.stream.on_sample = [this, j](int32_t token, std::span<const float> logits) {
-        if (tok_.is_eog(token)) return;
-        TokenLogprob lp = logprob_of(tok_, logits, token, j->logprobs);
-        std::lock_guard<std::mutex> l(j->m);
-        j->logprobs_out.push_back(std::move(lp));
-      };
-    {
-      std::lock_guard<std::mutex> l(job->m);
-      job->n_cached = int(keep);
-    }
+    const size_t keep = std::min(shared, job->prompt.size() - 1);
+    start(*best, job, keep);
     lock.lock();
     prompt_tokens_ += int64_t(job->prompt.size());
     cached_tokens_ += int64_t(keep);
     if (job->max_tokens <= 0) {
       lock.unlock();
-      s.stream.done = true;
-      finish(s, Finish::Length);
+      best->stream.done = true;
+      finish(*best, Finish::Length);
       lock.lock();
     }
   }

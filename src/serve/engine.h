@@ -91,6 +91,12 @@ class Engine {
   struct Slot;
   void loop();
   void admit(std::unique_lock<std::mutex>& lock);
+  // The free slot whose cached tokens share the longest prefix with
+  // `prompt` (that length in `shared`), or null when none is free.
+  Slot* free_slot(const std::vector<int32_t>& prompt, size_t& shared) const;
+  // Sets slot s to run job from its first `keep` cached tokens on: the
+  // stream to feed, the stop-string scan and the log-probability hook.
+  void start(Slot& s, const std::shared_ptr<Job>& job, size_t keep);
   void step();
   void finish(Slot& s, Finish f);
 
