@@ -15,8 +15,10 @@
 #
 # usage: IK=ik_llama.cpp/build bench/anchors.sh HF_DIR TERN_MODEL.gguf [WORKDIR]
 #   env: TERN (build/tern), P (128), N (64), T (1,2), R (3), ROUNDS (2),
-#        IK_GGUF_PY (IK/../gguf-py), HEAD_TYPE (f16: ik's token embeddings,
-#        which are its head, in the type of tern's head; bf16 for 2B-4T),
+#        IK_GGUF_PY (IK/../gguf-py), HEAD_TYPE (ik's token embeddings, which
+#        are its head; by default the type of tern's head as `tern info`
+#        lists it, so a file packed with `--output-type q6_k` meets ik's
+#        Q6_K head and both sides read the same head bytes),
 #        VLUT, VLUT_MODELS (space-separated paths)
 # Build ik as its README says, natively: cmake -DGGML_NATIVE=ON, targets
 # llama-bench and llama-quantize. Nothing here goes into tern's build.
@@ -26,16 +28,23 @@ tern_model=$2
 work=${3:-anchors-work}
 : "${IK:?set IK to the build directory of ik_llama.cpp}"
 tern=${TERN:-build/tern}
-P=${P:-128} N=${N:-64} T=${T:-1,2} R=${R:-3} ROUNDS=${ROUNDS:-2} HEAD_TYPE=${HEAD_TYPE:-f16}
+P=${P:-128} N=${N:-64} T=${T:-1,2} R=${R:-3} ROUNDS=${ROUNDS:-2}
+# tern's head: output.weight, or the token embeddings it is tied to.
+if [[ -z ${HEAD_TYPE:-} ]]; then
+  HEAD_TYPE=$("$tern" info "$tern_model" | awk '$1 == "output.weight" { o = $2 } $1 == "token_embd.weight" { e = $2 }
+                                               END { print tolower(o != "" ? o : e) }')
+  [[ -n $HEAD_TYPE ]] || { echo "anchors.sh: $tern_model: no output.weight or token_embd.weight in 'tern info'" >&2; exit 1; }
+fi
 gguf_py=${IK_GGUF_PY:-$IK/../gguf-py}
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$work"
 
 f16=$work/ik-f16.gguf
 [[ -s $f16 ]] || /usr/bin/python3 "$here/hf_to_ik_gguf.py" "$hf" "$f16" --gguf-py "$gguf_py"
+# ik's files are named by head type, so a work directory serves both heads.
 for q in iq2_bn iq2_bn_r4; do
-  out=$work/ik-$q.gguf
-  [[ -s $out ]] || "$IK/bin/llama-quantize" --token-embedding-type "$HEAD_TYPE" "$f16" "$out.tmp" "$q" >"$work/quantize-$q.log" 2>&1
+  out=$work/ik-$q-$HEAD_TYPE.gguf
+  [[ -s $out ]] || "$IK/bin/llama-quantize" --token-embedding-type "$HEAD_TYPE" "$f16" "$out.tmp" "$q" >"$work/quantize-$q-$HEAD_TYPE.log" 2>&1
   [[ -s $out ]] || mv "$out.tmp" "$out"
 done
 
@@ -57,7 +66,7 @@ for round in $(seq "$ROUNDS"); do
     sed "s/^/$round tern /" >>"$results"
   for q in iq2_bn iq2_bn_r4; do
     for fa in 0 1; do
-      "$IK/bin/llama-bench" -m "$work/ik-$q.gguf" -p "$P" -n "$N" -t "$T" -r "$R" -fa "$fa" -o csv 2>/dev/null |
+      "$IK/bin/llama-bench" -m "$work/ik-$q-$HEAD_TYPE.gguf" -p "$P" -n "$N" -t "$T" -r "$R" -fa "$fa" -o csv 2>/dev/null |
         pick | sed "s/^/$round ik-$q-fa$fa /" >>"$results"
     done
   done
