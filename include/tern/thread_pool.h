@@ -35,7 +35,9 @@ namespace tern {
 // 4 per thread than with 16 (git show d2934d8:docs/PERFORMANCE.md,
 // "Threads on Zen 5"). The forward pass and the kernel benchmarks split
 // rows with it.
-int64_t row_chunk(int64_t rows, int threads);
+// `per_thread` sets another number of chunks per thread (a prompt's
+// products take 16: product_chunk in src/model/forward.cpp).
+int64_t row_chunk(int64_t rows, int threads, int64_t per_thread = 4);
 
 class ThreadPool {
  public:

@@ -36,15 +36,27 @@ void store(gguf::TensorType type, uint8_t* dst, size_t dst_step, const float* sr
   else each([](float v) { return f32_to_bf16_rne(v); });
 }
 
+// Rows per claimed chunk of a product over n tokens. A decode step's chunk
+// is a few tens of microseconds, and each one costs a claim and a cold
+// prefetch stream: row_chunk's 4 per thread. A prompt's chunk is
+// milliseconds of compute, and the region ends when the last one does: at
+// 4 per thread (2 for gate and up, claimed as pairs) a thread the host
+// slowed left the other idle for up to a quarter of the region, so prompts
+// take 16 per thread.
+constexpr int kTokensForRegion = 16;
+int64_t product_chunk(int64_t rows, int threads, int n) {
+  return row_chunk(rows, threads, n >= kTokensForRegion ? 16 : 4);
+}
+
 // The products' rows one after another, in chunks claimed by the pool's
 // threads (a thread whose core is shared with another process takes
 // fewer): fn(product, first, r0, r1) for each product's rows [r0, r1) in a
 // chunk, `first` the product's first row in the concatenation.
 template <class Products, class Rows, class Fn>
-void for_product_rows(ThreadPool& pool, const Products& ps, Rows rows, Fn fn) {
+void for_product_rows(ThreadPool& pool, int n, const Products& ps, Rows rows, Fn fn) {
   int64_t total = 0;
   for (const auto& p : ps) total += rows(p);
-  const int64_t chunk = row_chunk(total, pool.size());
+  const int64_t chunk = product_chunk(total, pool.size(), n);
   pool.run([&](int) {
     pool.for_chunks(total, chunk, [&](int64_t b, int64_t e) {
       int64_t first = 0;
@@ -61,7 +73,6 @@ void for_product_rows(ThreadPool& pool, const Products& ps, Rows rows, Fn fn) {
 // the pool for a prompt's batch, whose per-token norms, quantization and
 // RoPE cost a tenth of a prompt on one thread while the other waits; on
 // the caller for a few tokens, where a region would cost more than the work.
-constexpr int kTokensForRegion = 16;
 template <class F>
 void per_token(ThreadPool& pool, int n, F fn, int items = -1) {
   if (items < 0) items = n;
@@ -157,7 +168,7 @@ void Step::phase_linears(std::initializer_list<Product> ps, const float* x, int 
     nq += quantize_input(i, s_.xpad.data() + i * 2 * K, int64_t(2 * K), s_.xq.data() + size_t(nq) * 2 * K,
                          int64_t(2 * K));
   for_product_rows(
-      pool_, ps, [](const Product& p) { return p.l->phase.rows; },
+      pool_, n, ps, [](const Product& p) { return p.l->phase.rows; },
       [&](const Product& p, int64_t, int64_t r0, int64_t r1) {
         const int64_t ldy = 2 * p.l->phase.rows;
         if (digits_)
@@ -262,7 +273,7 @@ void Step::linears(std::initializer_list<Product> ps, const float* x, int n, int
     }
   };
   if (!glu) {
-    for_product_rows(pool_, ps, [](const Product& p) { return p.l->rows(); }, product);
+    for_product_rows(pool_, n, ps, [](const Product& p) { return p.l->rows(); }, product);
     return;
   }
   // The same rows of gate and up, then the GLU on them for every token: its
@@ -270,7 +281,7 @@ void Step::linears(std::initializer_list<Product> ps, const float* x, int n, int
   const Product &g = ps.begin()[0], &u = ps.begin()[1];
   const int64_t H = g.l->rows();
   pool_.run([&](int) {
-    pool_.for_chunks(H, row_chunk(2 * H, pool_.size()), [&](int64_t r0, int64_t r1) {
+    pool_.for_chunks(H, product_chunk(2 * H, pool_.size(), n), [&](int64_t r0, int64_t r1) {
       product(g, 0, r0, r1);
       product(u, H, r0, r1);
       for (size_t i = 0; i < size_t(n); ++i)
@@ -449,7 +460,7 @@ void Step::head(float* logits) {
   const FloatMatrix h = m_.head();
   const int64_t V = c_.vocab_size;
   pool_.run([&](int) {
-    pool_.for_chunks(V, row_chunk(V, pool_.size()), [&](int64_t r0, int64_t r1) {
+    pool_.for_chunks(V, product_chunk(V, pool_.size(), m), [&](int64_t r0, int64_t r1) {
       ks_.dense_gemm(h, s_.xb.data(), m, logits, V, r0, r1);
     });
   }, ThreadPool::Split::Claimed);

@@ -84,10 +84,9 @@ int ThreadPool::quota_cpus(const std::string& cpu_max) {
   return int(std::max<long long>(1, (quota + period - 1) / period));
 }
 
-int64_t row_chunk(int64_t rows, int threads) {
-  constexpr int64_t kChunksPerThread = 4;
+int64_t row_chunk(int64_t rows, int threads, int64_t per_thread) {
   if (threads <= 1) return std::max(rows, int64_t(1));
-  const int64_t want = (rows + kChunksPerThread * threads - 1) / (kChunksPerThread * threads);
+  const int64_t want = (rows + per_thread * threads - 1) / (per_thread * threads);
   return std::max(int64_t(16), (want + 15) / 16 * 16);
 }
 
