@@ -203,6 +203,13 @@ class Model {
   // --kernel auto: times the candidate sets on layer 0's linears, one
   // KernelChoice per distinct shape (src/model/kernel_choice.cpp).
   void choose_kernels();
+  // The pieces of load() after the config, in order: the activations'
+  // digits and the kernel set; the token embeddings (which fix the
+  // vocabulary); every layer, on `threads` threads; the output norm and head.
+  void choose_activations(const LoadOptions& opts);
+  void load_embeddings();
+  void load_layers(int threads);
+  void load_head();
 
   gguf::File file_;
   const KernelSet* kernels_ = nullptr;

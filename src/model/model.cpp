@@ -83,20 +83,10 @@ ops::Yarn read_yarn(const gguf::File& f, const std::string& p, int context_lengt
   return y;
 }
 
-Config read_config(const gguf::File& f) {
-  const std::string arch = f.get("general.architecture").as_string("general.architecture");
-  Config c;
-  c.family = family_by_gguf_arch(arch);
-  if (!c.family)
-    throw file_error(f.path(), "unsupported architecture '" + arch + "' (tern runs " +
-                                   supported_gguf_archs() + ")");
-  const std::string p = arch + ".";
-  c.dim = hparam(f, p + "embedding_length", 1, 1 << 16);
-  c.hidden_dim = hparam(f, p + "feed_forward_length", 1, 1 << 18);
-  c.n_layers = hparam(f, p + "block_count", 1, 1024);
+// Heads, head size and RoPE base of architecture prefix p (e.g. "llama.").
+void read_attention(const gguf::File& f, const std::string& p, Config& c) {
   c.n_heads = hparam(f, p + "attention.head_count", 1, 1024);
   c.n_kv_heads = hparam_or(f, p + "attention.head_count_kv", 1, c.n_heads, c.n_heads);
-  c.context_length = hparam(f, p + "context_length", 1, 1 << 24);
   // llama.cpp's head size is attention.key_length (Qwen3-4B: 128 with 32
   // heads over 2560); older files state only rope.dimension_count.
   const int rot = hparam_or(f, p + "rope.dimension_count", 2, 1 << 12, 0);
@@ -106,18 +96,21 @@ Config read_config(const gguf::File& f) {
                                    std::to_string(c.head_dim) + " (tern rotates whole heads)");
   if (hparam_or(f, p + "attention.value_length", 2, 1 << 12, c.head_dim) != c.head_dim)
     throw file_error(f.path(), p + "attention.value_length differs from attention.key_length");
-  c.rope_theta = fparam_or(f, p + "rope.freq_base", 10000.0f);
-  c.norm_eps = fparam_or(f, p + "attention.layer_norm_rms_epsilon", 1e-5f);
   if (c.n_heads % c.n_kv_heads != 0)
     throw file_error(f.path(), "head_count " + std::to_string(c.n_heads) +
                                    " is not a multiple of head_count_kv " +
                                    std::to_string(c.n_kv_heads));
   if (c.head_dim % 2 != 0)
     throw file_error(f.path(), "head dimension " + std::to_string(c.head_dim) + " is odd");
+  c.rope_theta = fparam_or(f, p + "rope.freq_base", 10000.0f);
+  c.norm_eps = fparam_or(f, p + "attention.layer_norm_rms_epsilon", 1e-5f);
   if (!(c.rope_theta > 0) || !(c.norm_eps > 0) || !std::isfinite(c.rope_theta) || !std::isfinite(c.norm_eps))
     throw file_error(f.path(), "rope.freq_base and layer_norm_rms_epsilon must be positive and finite (they are " +
                                    std::to_string(c.rope_theta) + " and " + std::to_string(c.norm_eps) + ")");
-  c.yarn = read_yarn(f, p, c.context_length);
+}
+
+// What the hyperparameters cannot show but would make the file run wrong.
+void check_layout(const gguf::File& f, const Config& c) {
   // PrismML's Hadamard-rotated files (Ternary Bonsai 27B) store weights in a
   // rotated basis that each activation must be turned into first; read as
   // plain weights they would load and write nonsense.
@@ -125,7 +118,6 @@ Config read_config(const gguf::File& f) {
     if (key.rfind("prism.hadamard", 0) == 0)
       throw file_error(f.path(), "has Hadamard-rotated weights (" + key +
                                      "), which tern does not run yet (Ternary Bonsai 27B's layout)");
-  c.rope_table = ops::rope_table(c.head_dim, c.rope_theta, c.yarn);
   // A block_count below the file's layers would silently drop the rest.
   for (const gguf::TensorInfo& t : f.tensors()) {
     int layer = -1;
@@ -133,6 +125,10 @@ Config read_config(const gguf::File& f) {
       throw file_error(f.path(), "tensor '" + t.name + "' is past block_count " +
                                      std::to_string(c.n_layers));
   }
+}
+
+// The family's fixed choices, and tern's own keys that may override them.
+void read_family_choices(const gguf::File& f, Config& c) {
   c.ffn_act = c.family->ffn_act;
   c.rope = c.family->rope;
   c.sub_norms = c.family->has_sub_norms();
@@ -149,6 +145,25 @@ Config read_config(const gguf::File& f) {
   if (m == "int8") c.act_mode = ActMode::Int8;
   else if (m == "float") c.act_mode = ActMode::Float;
   else throw file_error(f.path(), "tern.activation_mode '" + m + "' is not int8 or float");
+}
+
+Config read_config(const gguf::File& f) {
+  const std::string arch = f.get("general.architecture").as_string("general.architecture");
+  Config c;
+  c.family = family_by_gguf_arch(arch);
+  if (!c.family)
+    throw file_error(f.path(), "unsupported architecture '" + arch + "' (tern runs " +
+                                   supported_gguf_archs() + ")");
+  const std::string p = arch + ".";
+  c.dim = hparam(f, p + "embedding_length", 1, 1 << 16);
+  c.hidden_dim = hparam(f, p + "feed_forward_length", 1, 1 << 18);
+  c.n_layers = hparam(f, p + "block_count", 1, 1024);
+  c.context_length = hparam(f, p + "context_length", 1, 1 << 24);
+  read_attention(f, p, c);
+  c.yarn = read_yarn(f, p, c.context_length);
+  check_layout(f, c);
+  c.rope_table = ops::rope_table(c.head_dim, c.rope_theta, c.yarn);
+  read_family_choices(f, c);
   return c;
 }
 
@@ -611,41 +626,45 @@ void ModelAccess::before_step(const Model& m, ThreadPool& pool) {
 
 Model::~Model() = default;
 
-std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& opts) {
-  std::unique_ptr<Model> m(new Model(gguf::File::open(path, opts.use_mmap)));
-  const gguf::File& f = m->file_;
-  Config& c = m->config_ = read_config(f);
+void Model::choose_activations(const LoadOptions& opts) {
+  const Config& c = config_;
   // Int16 activations are int8 digits: the float model runs on int8 kernels.
   const bool float_model = c.act_mode == ActMode::Float;
   const FloatActs fa = opts.float_acts.value_or(c.family->exact_float_acts ? FloatActs::Exact : FloatActs::Int16);
-  m->digits_ = !float_model ? 1 : fa == FloatActs::Int16 ? kMaxActDigits : fa == FloatActs::Int8 ? 1 : 0;
-  m->kernels_ = &select_kernels(opts.kernel, m->digits_ ? ActMode::Int8 : ActMode::Float, c.phase,
-                                float_model && m->digits_
-                                    ? "this float-activation model runs its int16 or int8 activations on "
-                                      "int8 kernels; --float-act f32 runs its float path"
-                                    : "");
-  if (opts.kernel == "auto" && m->digits_ && !c.phase) m->choose_kernels();
-  Weights& w = m->weights_;
+  digits_ = !float_model ? 1 : fa == FloatActs::Int16 ? kMaxActDigits : fa == FloatActs::Int8 ? 1 : 0;
+  kernels_ = &select_kernels(opts.kernel, digits_ ? ActMode::Int8 : ActMode::Float, c.phase,
+                             float_model && digits_
+                                 ? "this float-activation model runs its int16 or int8 activations on "
+                                   "int8 kernels; --float-act f32 runs its float path"
+                                 : "");
+  if (opts.kernel == "auto" && digits_ && !c.phase) choose_kernels();
+}
 
+void Model::load_embeddings() {
+  const gguf::File& f = file_;
+  Config& c = config_;
   const gguf::TensorInfo* emb = f.find_tensor("token_embd.weight");
-  if (!emb) throw file_error(path, "missing tensor 'token_embd.weight'");
+  if (!emb) throw file_error(f.path(), "missing tensor 'token_embd.weight'");
   if (emb->dims.size() != 2 || emb->dims[1] > (1u << 24))
-    throw file_error(path, "tensor 'token_embd.weight' has shape " + emb->shape_string() +
-                               ", expected [" + std::to_string(c.dim) + ", n_vocab]");
+    throw file_error(f.path(), "tensor 'token_embd.weight' has shape " + emb->shape_string() +
+                                   ", expected [" + std::to_string(c.dim) + ", n_vocab]");
   c.vocab_size = int(emb->dims[1]);
-  w.token_embd = float_matrix(f, "token_embd.weight", c.vocab_size, c.dim, kEmbeddingTypes);
+  weights_.token_embd = float_matrix(f, "token_embd.weight", c.vocab_size, c.dim, kEmbeddingTypes);
+}
 
-  w.layers.resize(size_t(c.n_layers));
-  // Layers load in parallel: checking every row's codes and scales, and a
-  // kernel's repack, touch every weight byte, so a serial load of a 2B
-  // model took seconds. An error in any layer is kept and the lowest
-  // layer's is thrown, so a bad file reports the same problem on any run.
+// Layers load in parallel: checking every row's codes and scales, and a
+// kernel's repack, touch every weight byte, so a serial load of a 2B model
+// took seconds. An error in any layer is kept and the lowest layer's is
+// thrown, so a bad file reports the same problem on any run.
+void Model::load_layers(int threads) {
+  Config& c = config_;
+  weights_.layers.resize(size_t(c.n_layers));
   std::vector<std::exception_ptr> errors(size_t(c.n_layers));
-  ThreadPool pool(opts.threads);
+  ThreadPool pool(threads);
   pool.run([&](int) {
     pool.for_chunks(c.n_layers, 1, [&](int64_t l, int64_t) {
       try {
-        m->load_layer(int(l));
+        load_layer(int(l));
       } catch (...) {
         errors[size_t(l)] = std::current_exception();
       }
@@ -653,8 +672,14 @@ std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
   });
   for (const std::exception_ptr& e : errors)
     if (e) std::rethrow_exception(e);
-  const Linear& q0 = w.layers[0].wq;
+  const Linear& q0 = weights_.layers[0].wq;
   c.weight_type = c.phase ? TensorType::FAIRY2I : q0.group.data ? q0.group.type : q0.w.type;
+}
+
+void Model::load_head() {
+  const gguf::File& f = file_;
+  Config& c = config_;
+  Weights& w = weights_;
   w.output_norm = norm_vector(f, "output_norm.weight", c.dim);
   c.tied_output = !c.phase && f.find_tensor("output.weight") == nullptr;
   if (c.phase) w.output_phase = load_phase(f, "output.weight", c.vocab_size, c.dim);
@@ -664,17 +689,25 @@ std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
   // move onto huge pages.
   const bool group_head = is_group_type(w.output.type) || converts_to_pq2_0(w.output.type);
   if (group_head) {
-    w.output_group = load_group(f, c.tied_output ? "token_embd.weight" : "output.weight",
-                                *f.find_tensor(c.tied_output ? "token_embd.weight" : "output.weight"), c.vocab_size,
-                                c.dim, !c.tied_output);
-    w.output_group.kernels = m->kernels_;
-    m->head_checked_.store(true, std::memory_order_release);
+    const char* name = c.tied_output ? "token_embd.weight" : "output.weight";
+    w.output_group = load_group(f, name, *f.find_tensor(name), c.vocab_size, c.dim, !c.tied_output);
+    w.output_group.kernels = kernels_;
+    head_checked_.store(true, std::memory_order_release);
   }
   if (c.tied_output && w.token_embd.type == TensorType::Q4_K)
-    throw file_error(path, "tensor 'token_embd.weight' is Q4_K and, with no 'output.weight', also the output head; "
-                           "tern multiplies heads in " + dense_type_names());
-  m->head_data_.store(w.output.data, std::memory_order_release);
-  m->head_move_claimed_.store(!f.mapped() || c.phase || group_head, std::memory_order_release);
+    throw file_error(f.path(), "tensor 'token_embd.weight' is Q4_K and, with no 'output.weight', also the output head; "
+                               "tern multiplies heads in " + dense_type_names());
+  head_data_.store(w.output.data, std::memory_order_release);
+  head_move_claimed_.store(!f.mapped() || c.phase || group_head, std::memory_order_release);
+}
+
+std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& opts) {
+  std::unique_ptr<Model> m(new Model(gguf::File::open(path, opts.use_mmap)));
+  m->config_ = read_config(m->file_);
+  m->choose_activations(opts);
+  m->load_embeddings();
+  m->load_layers(opts.threads);
+  m->load_head();
   return m;
 }
 
