@@ -42,10 +42,12 @@ void store(gguf::TensorType type, uint8_t* dst, size_t dst_step, const float* sr
 // milliseconds of compute, and the region ends when the last one does: at
 // 4 per thread (2 for gate and up, claimed as pairs) a thread the host
 // slowed left the other idle for up to a quarter of the region, so prompts
-// take 16 per thread.
+// take 16 per thread, in whole blocks of 32 rows: the widest row tile of
+// the prompt kernels (the AVX-512 group tile; AMX takes 16).
 constexpr int kTokensForRegion = 16;
 int64_t product_chunk(int64_t rows, int threads, int n) {
-  return row_chunk(rows, threads, n >= kTokensForRegion ? 16 : 4);
+  if (n < kTokensForRegion || threads <= 1) return row_chunk(rows, threads);
+  return (row_chunk(rows, threads, 16) + 31) / 32 * 32;
 }
 
 // The products' rows one after another, in chunks claimed by the pool's
