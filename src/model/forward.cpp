@@ -46,7 +46,7 @@ void store(gguf::TensorType type, uint8_t* dst, size_t dst_step, const float* sr
 // the prompt kernels (the AVX-512 group tile; AMX takes 16).
 constexpr int kTokensForRegion = 16;
 int64_t product_chunk(int64_t rows, int threads, int n) {
-  if (n < kTokensForRegion || threads <= 1) return row_chunk(rows, threads);
+  if (n < kTokensForRegion) return row_chunk(rows, threads);
   return (row_chunk(rows, threads, 16) + 31) / 32 * 32;
 }
 

@@ -387,7 +387,7 @@ class StreamWriter {
         for (auto& other : rq_->jobs) other->cancelled = true;
         return Pass::Gone;
       }
-      if (p == Pass::Done && !finished_[i]) return Pass::Done;  // an error ended the response
+      if (p == Pass::Done) return Pass::Done;  // an error ended the response
       all = all && finished_[i];
     }
     if (!all) return Pass::More;
@@ -419,7 +419,9 @@ class StreamWriter {
   // text may be empty: part of a character, a stop string's start held
   // back, a token with no text), then any text released at the end and the
   // finish_reason; a choice that ends with no token still opens with one
-  // chunk. Done with finished_[i] false means an error event ended it all.
+  // chunk. More while the response goes on (finished_[i] says whether this
+  // choice has ended), Done when an error event ended the whole response,
+  // Gone when a write failed.
   Pass choice(size_t i, httplib::DataSink& sink) {
     Job& j = *rq_->jobs[i];
     Update u = take(j, cur_[i], std::chrono::milliseconds(rq_->jobs.size() > 1 ? 20 : 200));
@@ -445,7 +447,7 @@ class StreamWriter {
     finished_[i] = true;
     std::lock_guard<std::mutex> lock(j.m);
     completion_tokens_ += int(j.token_ends.size());
-    return Pass::Done;
+    return Pass::More;
   }
 
   std::shared_ptr<Request> rq_;

@@ -207,10 +207,8 @@ void run_bench(const BenchOptions& o) {
       // product checks the head and the step after it copies the head onto
       // huge pages (ModelAccess::before_step). A pp test's warm-up is one
       // step, so that copy (0.66 GB at L) landed in its first timed run.
-      if (!toks.empty()) {
-        run_once(context, toks, 1, 0);
-        run_once(context, toks, 1, 0);
-      }
+      run_once(context, toks, 1, 0);
+      run_once(context, toks, 1, 0);
       row.n_threads = t;
       // The roof over as many bytes as a token reads (at least 256 MiB, at
       // most 2 GiB), so it comes from DRAM as the weights do.
